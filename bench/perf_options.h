@@ -1,0 +1,28 @@
+// Command line of strata-perf (nccl-tests' flags).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "strata/strata.h"
+
+struct PerfOptions {
+  std::string collective = "all_reduce";
+  int nprocs = 0;             // -np: fork this many local ranks (0: ranks from the launcher)
+  size_t minBytes = 8, maxBytes = 64 << 20;
+  double factor = 2;          // -f
+  size_t stepBytes = 0;       // -i (additive steps instead of a factor)
+  int iters = 20, warmup = 5; // -n -w
+  strataDataType_t dtype = strataFloat32;
+  strataRedOp_t op = strataSum;
+  int root = 0;               // -r
+  int check = 1;              // -c: iterations verified per size (0: none)
+  std::string jsonPath;       // -J
+};
+
+// Parses argv; on error prints usage to stderr and returns false.
+bool parsePerfOptions(int argc, char** argv, PerfOptions* out);
+size_t parseSize(const std::string& text);  // 64, 4K, 16M, 1G; 0 on error
+const char* dtypeLabel(strataDataType_t t);
+const char* opLabel(strataRedOp_t op);
+size_t elemBytes(strataDataType_t t);

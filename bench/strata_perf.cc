@@ -1,0 +1,268 @@
+// strata-perf: nccl-tests shaped benchmark of strata's collectives.
+// Per size it prints time (the slowest rank's mean over -n iterations),
+// algbw = bytes / time and busbw = algbw x the collective's bus factor
+// (nccl-tests' definitions), for out-of-place and in-place calls, and the
+// number of wrong elements found by -c checking.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "perf_check.h"
+#include "perf_options.h"
+#include "strata/strata.h"
+
+namespace {
+
+#define CHECK_OK(call)                                                                  \
+  do {                                                                                  \
+    strataResult_t rc_ = (call);                                                        \
+    if (rc_ != strataSuccess) {                                                         \
+      std::fprintf(stderr, "strata-perf: %s failed: %s: %s\n", #call,                   \
+                   strataGetErrorString(rc_), strataGetLastError(comm));                \
+      std::exit(2);                                                                     \
+    }                                                                                   \
+  } while (0)
+
+struct Row {
+  size_t bytes, count;
+  double timeUs[2], algbw[2], busbw[2];
+  long long wrong[2];
+};
+
+double busFactor(const std::string& c, int n) {
+  if (c == "all_reduce") return 2.0 * (n - 1) / n;
+  if (c == "reduce_scatter" || c == "all_gather" || c == "alltoall") return double(n - 1) / n;
+  return 1.0;
+}
+
+// Elements per rank block for a total size in bytes (nccl-tests: the size is the whole array).
+size_t countFor(const std::string& c, size_t bytes, size_t elem, int n) {
+  size_t count = bytes / elem;
+  if (c == "reduce_scatter" || c == "all_gather" || c == "alltoall") count /= size_t(n);
+  return count;
+}
+
+class Bench {
+ public:
+  Bench(const PerfOptions& o, strataComm_t comm, int rank, int n)
+      : o_(o), comm(comm), rank_(rank), n_(n), elem_(elemBytes(o.dtype)) {}
+
+  void runOnce(size_t count, bool inPlace) {
+    const std::string& c = o_.collective;
+    size_t blockBytes = count * elem_;
+    char* send = sendBuf_.data();
+    char* recv = recvBuf_.data();
+    if (c == "all_reduce") {
+      CHECK_OK(strataAllReduce(inPlace ? recv : send, recv, count, o_.dtype, o_.op, comm, nullptr));
+    } else if (c == "reduce_scatter") {
+      CHECK_OK(strataReduceScatter(inPlace ? recv : send, inPlace ? recv + rank_ * blockBytes : recv,
+                                   count, o_.dtype, o_.op, comm, nullptr));
+    } else if (c == "all_gather") {
+      CHECK_OK(strataAllGather(inPlace ? recv + rank_ * blockBytes : send, recv, count, o_.dtype, comm,
+                               nullptr));
+    } else if (c == "broadcast") {
+      CHECK_OK(strataBroadcast(inPlace ? recv : send, recv, count, o_.dtype, o_.root, comm, nullptr));
+    } else if (c == "reduce") {
+      CHECK_OK(strataReduce(inPlace ? recv : send, recv, count, o_.dtype, o_.op, o_.root, comm, nullptr));
+    } else if (c == "alltoall") {
+      CHECK_OK(strataAllToAll(inPlace ? recv : send, recv, count, o_.dtype, comm, nullptr));
+    } else if (c == "sendrecv") {
+      CHECK_OK(strataGroupStart());
+      CHECK_OK(strataSend(inPlace ? recv : send, count, o_.dtype, (rank_ + 1) % n_, comm, nullptr));
+      CHECK_OK(strataRecv(recv, count, o_.dtype, (rank_ - 1 + n_) % n_, comm, nullptr));
+      CHECK_OK(strataGroupEnd());
+    }
+  }
+
+  // Copies the input where the in-place variant expects it.
+  void prepare(size_t count, bool inPlace) {
+    const std::string& c = o_.collective;
+    size_t blockBytes = count * elem_;
+    if (!inPlace) return;
+    if (c == "all_gather") {
+      std::memcpy(recvBuf_.data() + rank_ * blockBytes, sendBuf_.data(), blockBytes);
+    } else if (c == "sendrecv") {
+      // in-place send/recv is not meaningful; send from a copy of the input
+      std::memcpy(recvBuf_.data(), sendBuf_.data(), blockBytes);
+    } else {
+      std::memcpy(recvBuf_.data(), sendBuf_.data(), sendElems(count) * elem_);
+    }
+  }
+
+  size_t sendElems(size_t count) const {
+    const std::string& c = o_.collective;
+    return (c == "reduce_scatter" || c == "alltoall") ? count * size_t(n_) : count;
+  }
+  size_t recvElems(size_t count) const {
+    const std::string& c = o_.collective;
+    return (c == "all_gather" || c == "alltoall") ? count * size_t(n_) : count;
+  }
+
+  double slowest(double v) {
+    double out = 0;
+    CHECK_OK(strataAllReduce(&v, &out, 1, strataFloat64, strataMax, comm, nullptr));
+    return out;
+  }
+  long long total(long long v) {
+    long long out = 0;
+    CHECK_OK(strataAllReduce(&v, &out, 1, strataInt64, strataSum, comm, nullptr));
+    return out;
+  }
+
+  Row measure(size_t bytes) {
+    Row row{};
+    size_t count = countFor(o_.collective, bytes, elem_, n_);
+    row.count = count;
+    row.bytes = (o_.collective == "reduce_scatter" || o_.collective == "all_gather" ||
+                 o_.collective == "alltoall")
+                    ? count * elem_ * size_t(n_)
+                    : count * elem_;
+    sendBuf_.assign(sendElems(count) * elem_ + 64, 0);
+    recvBuf_.assign(recvElems(count) * elem_ + 64, 0);
+    CheckSpec spec{o_.collective, o_.dtype, o_.op, rank_, n_, o_.root, count};
+    fillInput(spec, sendBuf_.data(), sendElems(count));
+    for (int inPlace = 0; inPlace < 2; ++inPlace) {
+      prepare(count, inPlace);
+      for (int i = 0; i < o_.warmup; ++i) runOnce(count, inPlace);
+      CHECK_OK(strataBarrier(comm, nullptr));
+      auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < o_.iters; ++i) runOnce(count, inPlace);
+      auto t1 = std::chrono::steady_clock::now();
+      double us = std::chrono::duration<double, std::micro>(t1 - t0).count() / o_.iters;
+      row.timeUs[inPlace] = slowest(us);
+      row.algbw[inPlace] = row.bytes / (row.timeUs[inPlace] * 1e3);
+      row.busbw[inPlace] = row.algbw[inPlace] * busFactor(o_.collective, n_);
+      long long wrong = 0;
+      for (int k = 0; k < o_.check; ++k) {
+        std::memset(recvBuf_.data(), 0, recvBuf_.size());
+        prepare(count, inPlace);
+        runOnce(count, inPlace);
+        wrong += (long long)countWrong(spec, recvBuf_.data());
+      }
+      row.wrong[inPlace] = o_.check ? total(wrong) : -1;
+    }
+    return row;
+  }
+
+ private:
+  const PerfOptions& o_;
+
+ public:
+  strataComm_t comm;
+
+ private:
+  int rank_, n_;
+  size_t elem_;
+  std::vector<char> sendBuf_, recvBuf_;
+};
+
+void printHeader(const PerfOptions& o, int n) {
+  std::printf("# strata-perf %s: %d ranks, dtype %s, op %s, root %d, iters %d, warmup %d, check %d\n",
+              o.collective.c_str(), n, dtypeLabel(o.dtype), opLabel(o.op), o.root, o.iters, o.warmup,
+              o.check);
+  std::printf("#%66s%36s\n", "out-of-place", "in-place");
+  std::printf("# %12s %12s %8s %6s %5s %10s %8s %8s %7s %10s %8s %8s %7s\n", "size", "count", "type",
+              "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+  std::printf("# %12s %12s %8s %6s %5s %10s %8s %8s %7s %10s %8s %8s %7s\n", "(B)", "(elements)", "",
+              "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+}
+
+void printRow(const PerfOptions& o, const Row& r) {
+  std::printf("  %12zu %12zu %8s %6s %5d", r.bytes, r.count, dtypeLabel(o.dtype), opLabel(o.op), o.root);
+  for (int k = 0; k < 2; ++k) {
+    char wrong[16];
+    if (r.wrong[k] < 0) std::snprintf(wrong, sizeof(wrong), "N/A");
+    else std::snprintf(wrong, sizeof(wrong), "%lld", r.wrong[k]);
+    std::printf(" %10.2f %8.3f %8.3f %7s", r.timeUs[k], r.algbw[k], r.busbw[k], wrong);
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+void writeJson(const PerfOptions& o, int n, const std::vector<Row>& rows) {
+  FILE* f = std::fopen(o.jsonPath.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "strata-perf: cannot write %s\n", o.jsonPath.c_str());
+    return;
+  }
+  std::fprintf(f, "{\"library\": \"strata\", \"collective\": \"%s\", \"nranks\": %d, \"dtype\": \"%s\", "
+                  "\"op\": \"%s\", \"rows\": [\n", o.collective.c_str(), n, dtypeLabel(o.dtype), opLabel(o.op));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    std::fprintf(f, "  {\"bytes\": %zu, \"count\": %zu, \"time_us\": %.3f, \"algbw\": %.4f, \"busbw\": %.4f, "
+                    "\"wrong\": %lld, \"inplace_time_us\": %.3f, \"inplace_algbw\": %.4f, "
+                    "\"inplace_busbw\": %.4f, \"inplace_wrong\": %lld}%s\n",
+                 r.bytes, r.count, r.timeUs[0], r.algbw[0], r.busbw[0], r.wrong[0], r.timeUs[1], r.algbw[1],
+                 r.busbw[1], r.wrong[1], i + 1 < rows.size() ? "," : "");
+  }
+  std::fprintf(f, "]}\n");
+  std::fclose(f);
+}
+
+int runRank(const PerfOptions& o, strataComm_t comm) {
+  int rank = 0, n = 1;
+  CHECK_OK(strataCommUserRank(comm, &rank));
+  CHECK_OK(strataCommCount(comm, &n));
+  if (o.root < 0 || o.root >= n) {
+    if (rank == 0) std::fprintf(stderr, "strata-perf: root %d out of range\n", o.root);
+    return 2;
+  }
+  Bench bench(o, comm, rank, n);
+  if (rank == 0) printHeader(o, n);
+  std::vector<Row> rows;
+  double busSum = 0;
+  long long wrongSum = 0;
+  for (size_t bytes = o.minBytes; bytes <= o.maxBytes;) {
+    Row r = bench.measure(bytes);
+    rows.push_back(r);
+    busSum += r.busbw[0];
+    wrongSum += (r.wrong[0] > 0 ? r.wrong[0] : 0) + (r.wrong[1] > 0 ? r.wrong[1] : 0);
+    if (rank == 0) printRow(o, r);
+    size_t next = o.stepBytes ? bytes + o.stepBytes : size_t(double(bytes) * o.factor);
+    bytes = next > bytes ? next : bytes + 1;
+  }
+  if (rank == 0) {
+    std::printf("# Out of bounds values : %lld %s\n", wrongSum, wrongSum ? "FAILED" : "OK");
+    std::printf("# Avg bus bandwidth    : %.4f\n", rows.empty() ? 0.0 : busSum / double(rows.size()));
+    if (!o.jsonPath.empty()) writeJson(o, n, rows);
+  }
+  CHECK_OK(strataCommDestroy(comm));
+  return wrongSum ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  PerfOptions o;
+  if (!parsePerfOptions(argc, argv, &o)) return 2;
+  strataComm_t comm = nullptr;
+  if (o.nprocs <= 0) {
+    CHECK_OK(strataCommInitFromEnv(&comm));
+    return runRank(o, comm);
+  }
+  strataUniqueId id;
+  CHECK_OK(strataGetUniqueId(&id));
+  std::vector<pid_t> kids;
+  for (int r = 0; r < o.nprocs; ++r) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      CHECK_OK(strataCommInitRank(&comm, o.nprocs, id, r));
+      std::_Exit(runRank(o, comm));
+    }
+    kids.push_back(pid);
+  }
+  int worst = 0;
+  for (pid_t pid : kids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (code > worst) worst = code;
+  }
+  return worst;
+}

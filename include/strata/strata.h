@@ -1,0 +1,157 @@
+/// strata: a topology-aware collective communication library (all-reduce,
+/// reduce-scatter, all-gather, broadcast, reduce, all-to-all, send/recv).
+///
+/// The API is shaped like NCCL's so that NCCL users know it at a glance:
+/// opaque communicator handles, one result enum, a per-communicator last
+/// error sentence, and a config struct set from an initializer macro.
+///
+/// Host buffers: a call returns when the result is in place.
+/// Device buffers (CUDA): reserved; such calls return strataUnsupported for now.
+#ifndef STRATA_STRATA_H_
+#define STRATA_STRATA_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STRATA_MAJOR 0
+#define STRATA_MINOR 1
+#define STRATA_PATCH 0
+/// Version as one integer: major * 10000 + minor * 100 + patch.
+#define STRATA_VERSION_CODE (STRATA_MAJOR * 10000 + STRATA_MINOR * 100 + STRATA_PATCH)
+
+/// Result of every call. strataSuccess is 0.
+typedef enum {
+  strataSuccess = 0,
+  strataInProgress = 1,        ///< non-blocking operation still running
+  strataInvalidArgument = 2,   ///< a bad pointer, count, dtype, op, root or peer
+  strataInvalidUsage = 3,      ///< the call is not allowed in this state
+  strataSystemError = 4,       ///< the OS refused (socket, shm, memory)
+  strataRemoteError = 5,       ///< a peer died, closed its connection or aborted
+  strataTimeout = 6,           ///< a peer did not respond within the timeout
+  strataMismatch = 7,          ///< ranks called different collectives / counts / types
+  strataUnsupported = 8,       ///< valid but not supported by this build
+  strataInternalError = 9,     ///< a bug in strata
+  strataNumResults = 10
+} strataResult_t;
+
+typedef enum {
+  strataInt8 = 0,
+  strataUint8 = 1,
+  strataInt32 = 2,
+  strataUint32 = 3,
+  strataInt64 = 4,
+  strataUint64 = 5,
+  strataFloat16 = 6,
+  strataBfloat16 = 7,
+  strataFloat32 = 8,
+  strataFloat64 = 9,
+  strataNumTypes = 10
+} strataDataType_t;
+
+/// Reduction operators. strataAvg on integers truncates toward zero, as NCCL's.
+typedef enum {
+  strataSum = 0,
+  strataProd = 1,
+  strataMax = 2,
+  strataMin = 3,
+  strataAvg = 4,
+  strataNumOps = 5
+} strataRedOp_t;
+
+/// Opaque communicator handle.
+typedef struct strataComm* strataComm_t;
+/// A cudaStream_t for device buffers; ignored for host buffers.
+typedef void* strataStream_t;
+
+#define STRATA_UNIQUE_ID_BYTES 128
+/// Names the rendezvous root and carries the communicator's 128-bit secret.
+/// Made by strataGetUniqueId on one rank and passed to all others out of band.
+typedef struct {
+  char internal[STRATA_UNIQUE_ID_BYTES];
+} strataUniqueId;
+
+#define STRATA_CONFIG_MAGIC 0x53545243u /* "STRC" */
+#define STRATA_CONFIG_VERSION 1u
+/// Communicator options. Always start from STRATA_CONFIG_INITIALIZER.
+typedef struct {
+  size_t size;          ///< sizeof(strataConfig_t), set by the initializer
+  unsigned int magic;   ///< STRATA_CONFIG_MAGIC
+  unsigned int version; ///< STRATA_CONFIG_VERSION
+  int blocking;         ///< 1: calls block until done (the only mode for host buffers today)
+  int timeoutMs;        ///< peer timeout; -1 = STRATA_TIMEOUT_MS or 600000 (10 minutes)
+} strataConfig_t;
+
+#define STRATA_CONFIG_INITIALIZER \
+  { sizeof(strataConfig_t), STRATA_CONFIG_MAGIC, STRATA_CONFIG_VERSION, 1, -1 }
+
+/// Library version as STRATA_VERSION_CODE.
+strataResult_t strataGetVersion(int* version);
+/// A short fixed description of a result code.
+const char* strataGetErrorString(strataResult_t result);
+/// The sentence describing the last failure on comm: what failed, in which
+/// call, involving which rank. With comm == NULL: the calling thread's last
+/// error (for calls that had no communicator yet). Never NULL.
+const char* strataGetLastError(strataComm_t comm);
+
+/// Creates a unique id and starts the rendezvous root in this process.
+/// The root listens on STRATA_COMM_ID (host:port) when set, else on an
+/// ephemeral port of this host's address.
+strataResult_t strataGetUniqueId(strataUniqueId* uniqueId);
+strataResult_t strataCommInitRank(strataComm_t* comm, int nranks, strataUniqueId id, int rank);
+strataResult_t strataCommInitRankConfig(strataComm_t* comm, int nranks, strataUniqueId id,
+                                        int rank, strataConfig_t* config);
+/// Rank and size from torchrun (RANK, WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_RANK,
+/// OMPI_COMM_WORLD_SIZE) or Slurm (SLURM_PROCID, SLURM_NTASKS); the root from
+/// STRATA_COMM_ID=host:port or MASTER_ADDR/MASTER_PORT. Rank 0 hosts the root.
+strataResult_t strataCommInitFromEnv(strataComm_t* comm);
+/// Frees the communicator after its operations completed.
+strataResult_t strataCommDestroy(strataComm_t comm);
+/// Tells connected peers this rank is leaving, closes everything and frees comm.
+strataResult_t strataCommAbort(strataComm_t comm);
+strataResult_t strataCommCount(const strataComm_t comm, int* count);
+strataResult_t strataCommUserRank(const strataComm_t comm, int* rank);
+
+strataResult_t strataAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                               strataDataType_t datatype, strataRedOp_t op, strataComm_t comm,
+                               strataStream_t stream);
+/// recvbuff gets block `rank` (recvcount elements) of the reduction of sendbuff
+/// (nranks * recvcount elements).
+strataResult_t strataReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                   strataDataType_t datatype, strataRedOp_t op,
+                                   strataComm_t comm, strataStream_t stream);
+/// recvbuff (nranks * sendcount elements) gets every rank's sendbuff in rank order.
+strataResult_t strataAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                               strataDataType_t datatype, strataComm_t comm,
+                               strataStream_t stream);
+strataResult_t strataBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                               strataDataType_t datatype, int root, strataComm_t comm,
+                               strataStream_t stream);
+/// recvbuff is only written (and only needed) on root.
+strataResult_t strataReduce(const void* sendbuff, void* recvbuff, size_t count,
+                            strataDataType_t datatype, strataRedOp_t op, int root,
+                            strataComm_t comm, strataStream_t stream);
+/// count elements to and from each peer: block p of sendbuff goes to rank p,
+/// block p of recvbuff comes from rank p.
+strataResult_t strataAllToAll(const void* sendbuff, void* recvbuff, size_t count,
+                              strataDataType_t datatype, strataComm_t comm,
+                              strataStream_t stream);
+strataResult_t strataSend(const void* sendbuff, size_t count, strataDataType_t datatype, int peer,
+                          strataComm_t comm, strataStream_t stream);
+strataResult_t strataRecv(void* recvbuff, size_t count, strataDataType_t datatype, int peer,
+                          strataComm_t comm, strataStream_t stream);
+strataResult_t strataBarrier(strataComm_t comm, strataStream_t stream);
+
+/// Operations between GroupStart and GroupEnd are issued together at GroupEnd;
+/// send/recv pairs inside a group never deadlock. Groups nest.
+strataResult_t strataGroupStart(void);
+strataResult_t strataGroupEnd(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // STRATA_STRATA_H_

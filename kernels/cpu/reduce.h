@@ -1,0 +1,30 @@
+// CPU reduction kernels for every dtype x op. One source (reduce_impl.inc) is
+// compiled for several instruction sets; the best one the CPU supports is
+// chosen once at startup. All pointers may be unaligned; out may alias a or b.
+// float16 / bfloat16 are computed in float32 and rounded once per step.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "strata/strata.h"
+
+namespace strata::kernels {
+
+// out[i] = a[i] (op) b[i]. op must be Sum, Prod, Max or Min (Avg reduces as Sum).
+void reduce(void* out, const void* a, const void* b, size_t count, strataDataType_t dtype,
+            strataRedOp_t op);
+
+// out[i] = in[i] / divisor: the finishing step of Avg. Integers truncate toward zero.
+void divide(void* out, const void* in, size_t count, strataDataType_t dtype, uint64_t divisor);
+
+// Name of the instruction set the dispatcher picked ("avx512", "avx2", "generic").
+const char* isaName();
+
+// Conversions used by kernels and tests (round to nearest even).
+float halfToFloat(uint16_t h);
+uint16_t floatToHalf(float f);
+float bf16ToFloat(uint16_t b);
+uint16_t floatToBf16(float f);
+
+}  // namespace strata::kernels

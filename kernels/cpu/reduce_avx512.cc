@@ -1,0 +1,2 @@
+#define KERNEL_NS avx512
+#include "kernels/cpu/reduce_impl.inc"

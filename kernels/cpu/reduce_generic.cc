@@ -1,0 +1,2 @@
+#define KERNEL_NS generic
+#include "kernels/cpu/reduce_impl.inc"

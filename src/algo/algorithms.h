@@ -1,0 +1,52 @@
+// One builder per algorithm (one file each, under src/algo/<collective>/).
+// Each appends the flows of one rank's part of the collective to `plan`.
+#pragma once
+
+#include "algo/plan.h"
+
+namespace strata {
+
+void buildRingAllReduce(const CollArgs& a, Plan& plan);
+void buildRecursiveDoublingAllReduce(const CollArgs& a, Plan& plan);
+void buildRingReduceScatter(const CollArgs& a, Plan& plan);
+void buildRingAllGather(const CollArgs& a, Plan& plan);
+void buildChainBroadcast(const CollArgs& a, Plan& plan);
+void buildTreeBroadcast(const CollArgs& a, Plan& plan);
+void buildChainReduce(const CollArgs& a, Plan& plan);
+void buildTreeReduce(const CollArgs& a, Plan& plan);
+void buildPairwiseAllToAll(const CollArgs& a, Plan& plan);
+
+// How many pipeline slices a block of `bytes` is cut into.
+inline size_t sliceCount(size_t bytes, size_t chunkBytes) {
+  size_t n = (bytes + chunkBytes - 1) / chunkBytes;
+  return n == 0 ? 1 : n;
+}
+
+// Helpers for flow construction.
+inline Ref at(Buf b, size_t offset) { return Ref{b, offset}; }
+inline Flow sendFlow(int peer, Ref src, size_t bytes) {
+  Flow f;
+  f.kind = FlowKind::kSend;
+  f.peer = peer;
+  f.src = src;
+  f.bytes = bytes;
+  return f;
+}
+inline Flow recvFlow(int peer, Ref dst, size_t bytes) {
+  Flow f;
+  f.kind = FlowKind::kRecv;
+  f.peer = peer;
+  f.dst = dst;
+  f.bytes = bytes;
+  return f;
+}
+inline Flow copyFlow(Ref src, Ref dst, size_t bytes) {
+  Flow f;
+  f.kind = FlowKind::kCopy;
+  f.src = src;
+  f.dst = dst;
+  f.bytes = bytes;
+  return f;
+}
+
+}  // namespace strata

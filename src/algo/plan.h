@@ -1,0 +1,112 @@
+// A Plan is what one rank does for one operation, independent of transports:
+// a sequence of phases; each phase is a set of flows that progress together
+// (so a send and a receive with the same partner never deadlock); a phase
+// starts when the previous one has finished on this rank.
+//
+// A flow moves `bytes` bytes, fragment by fragment, so that receiving,
+// reducing and forwarding overlap:
+//   Send : the bytes of `src` go to `peer`.
+//   Recv : value = (bytes from `peer`) [reduce: op `src`]; value lands in
+//          `dst` (optional) and streams on to `forwardPeer` (optional).
+//   Copy : value = `src`; lands in `dst` and/or streams to `forwardPeer`.
+// `finalize` applies the op's finishing step (Avg: divide by nranks) to the
+// value. Plans are built by the algorithm files (one per algorithm) and can
+// be executed in memory by tests (tests/unit/plan_simulator) without processes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "strata/strata.h"
+
+namespace strata {
+
+enum class Buf : uint8_t { kNone = 0, kSend, kRecv, kScratch };
+
+struct Ref {
+  Buf buf = Buf::kNone;
+  size_t offset = 0;  // bytes
+  bool valid() const { return buf != Buf::kNone; }
+};
+
+enum class FlowKind : uint8_t { kSend, kRecv, kCopy };
+
+struct Flow {
+  FlowKind kind = FlowKind::kCopy;
+  int peer = -1;
+  Ref src, dst;
+  int forwardPeer = -1;
+  size_t bytes = 0;
+  bool reduce = false;
+  bool finalize = false;
+  uint16_t op = 0;          // index into Plan::ops (the operation this flow serves)
+  bool sendsDesc = false;   // first bytes this op sends to (forward)peer: the descriptor
+  bool expectsDesc = false; // first bytes this op receives from peer: the descriptor
+};
+
+enum class Coll : uint8_t {
+  kAllReduce = 1, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kSend, kRecv,
+  kBarrier
+};
+const char* collName(Coll c);
+
+// What the caller asked for; sent ahead of the data so that mismatched calls
+// are caught (strataMismatch) instead of corrupting data.
+struct OpDesc {
+  Coll coll = Coll::kAllReduce;
+  strataDataType_t dtype = strataFloat32;
+  strataRedOp_t redop = strataSum;
+  int32_t root = -1;  // root; for send/recv the peer
+  uint64_t count = 0;
+  uint64_t seq = 0;   // per-communicator collective sequence number (0 for send/recv)
+  std::string describe() const;
+};
+constexpr size_t kOpDescBytes = 32;
+void encodeOpDesc(const OpDesc& d, uint8_t out[kOpDescBytes]);
+bool decodeOpDesc(const uint8_t in[kOpDescBytes], OpDesc* out);
+// Whether a descriptor received from `sender` matches what this rank posted.
+bool descMatches(const OpDesc& mine, const OpDesc& theirs);
+
+struct Phase {
+  uint32_t first = 0, count = 0;  // flows[first .. first+count)
+};
+
+struct Plan {
+  std::vector<OpDesc> ops;
+  std::vector<Flow> flows;
+  std::vector<Phase> phases;
+  size_t scratchBytes = 0;
+  size_t elemSize = 1;
+  strataDataType_t dtype = strataFloat32;
+  strataRedOp_t redop = strataSum;
+  int nranks = 1;
+  std::string algorithm;
+
+  // Starts a new phase; following add() calls put flows in it.
+  void beginPhase();
+  Flow& add(const Flow& f);
+  // Marks the first flow per (op, peer, direction) to carry the descriptor.
+  void markDescriptors();
+};
+
+// Inputs every algorithm needs.
+struct CollArgs {
+  Coll coll;
+  int rank = 0, nranks = 1;
+  size_t count = 0;  // elements, as the C API defines it per collective
+  strataDataType_t dtype = strataFloat32;
+  strataRedOp_t redop = strataSum;
+  int root = 0;
+  bool inPlace = false;
+  size_t chunkBytes = 524288;  // pipeline slice
+};
+
+// Element ranges [begin, end) of block b when `count` elements split in n blocks.
+inline size_t blockBegin(size_t count, int n, int b) {
+  size_t base = count / size_t(n), extra = count % size_t(n);
+  return size_t(b) * base + (size_t(b) < extra ? size_t(b) : extra);
+}
+
+}  // namespace strata

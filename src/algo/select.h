@@ -1,0 +1,37 @@
+// Chooses the algorithm for a collective (by message size and world size, or
+// forced with STRATA_ALGO) and builds its plan; builds send/recv group plans.
+#pragma once
+
+#include <vector>
+
+#include "algo/plan.h"
+#include "core/config.h"
+
+namespace strata {
+
+// The plan for one collective on one rank. `desc` goes ahead of the data.
+Plan buildCollectivePlan(const CollArgs& args, const OpDesc& desc, const Config& config);
+
+// One point-to-point operation of a group.
+struct P2POp {
+  bool isSend = true;
+  int peer = 0;
+  const void* sendbuff = nullptr;  // the executor resolves buffers per op
+  void* recvbuff = nullptr;
+  size_t count = 0;
+  strataDataType_t dtype = strataFloat32;
+};
+
+// All sends and receives of a group as one phase (they progress together, so
+// no ordering of them can deadlock). Buffers are resolved through
+// `Plan`-external tables: flow.src/dst offsets index P2POp entries (see exec).
+Plan buildP2PPlan(const std::vector<P2POp>& ops, int rank, int nranks);
+
+// The pipeline slice: the configured size, capped at half a link's capacity so
+// that a slice sent ahead of the matching receive can never block (deadlock).
+size_t pipelineSliceBytes(size_t configured, size_t linkCapacity);
+
+// Names accepted by STRATA_ALGO, and the threshold summary for INFO logs.
+std::string algorithmSummary(const Config& config);
+
+}  // namespace strata

@@ -1,0 +1,99 @@
+// extern "C" entry points for collectives and send/recv.
+#include "api/collectives.h"
+#include "api/entry.h"
+
+using namespace strata;
+
+namespace {
+
+// Validates, then runs now or queues into the current group.
+strataResult_t submit(const char* fn, strataComm_t handle, Request r) {
+  Comm* comm = nullptr;
+  return guarded(fn, comm, [&] {
+    comm = liveComm(handle, fn);
+    r.comm = comm;
+    validate(fn, r);
+    if (inGroup()) {
+      enqueue(r);
+    } else if (r.coll == Coll::kSend || r.coll == Coll::kRecv) {
+      runP2P(*comm, {r});
+    } else {
+      runCollective(r);
+    }
+  });
+}
+
+Request make(Coll coll, const void* send, void* recv, size_t count, strataDataType_t dtype,
+             strataRedOp_t op, int root) {
+  Request r;
+  r.coll = coll;
+  r.send = send;
+  r.recv = recv;
+  r.count = count;
+  r.dtype = dtype;
+  r.redop = op;
+  r.root = root;
+  return r;
+}
+
+}  // namespace
+
+extern "C" {
+
+strataResult_t strataAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                               strataDataType_t datatype, strataRedOp_t op, strataComm_t comm,
+                               strataStream_t) {
+  return submit("strataAllReduce", comm,
+                make(Coll::kAllReduce, sendbuff, recvbuff, count, datatype, op, 0));
+}
+
+strataResult_t strataReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                   strataDataType_t datatype, strataRedOp_t op, strataComm_t comm,
+                                   strataStream_t) {
+  return submit("strataReduceScatter", comm,
+                make(Coll::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, 0));
+}
+
+strataResult_t strataAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                               strataDataType_t datatype, strataComm_t comm, strataStream_t) {
+  return submit("strataAllGather", comm,
+                make(Coll::kAllGather, sendbuff, recvbuff, sendcount, datatype, strataSum, 0));
+}
+
+strataResult_t strataBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                               strataDataType_t datatype, int root, strataComm_t comm,
+                               strataStream_t) {
+  return submit("strataBroadcast", comm,
+                make(Coll::kBroadcast, sendbuff, recvbuff, count, datatype, strataSum, root));
+}
+
+strataResult_t strataReduce(const void* sendbuff, void* recvbuff, size_t count,
+                            strataDataType_t datatype, strataRedOp_t op, int root,
+                            strataComm_t comm, strataStream_t) {
+  return submit("strataReduce", comm,
+                make(Coll::kReduce, sendbuff, recvbuff, count, datatype, op, root));
+}
+
+strataResult_t strataAllToAll(const void* sendbuff, void* recvbuff, size_t count,
+                              strataDataType_t datatype, strataComm_t comm, strataStream_t) {
+  return submit("strataAllToAll", comm,
+                make(Coll::kAllToAll, sendbuff, recvbuff, count, datatype, strataSum, 0));
+}
+
+strataResult_t strataSend(const void* sendbuff, size_t count, strataDataType_t datatype, int peer,
+                          strataComm_t comm, strataStream_t) {
+  return submit("strataSend", comm,
+                make(Coll::kSend, sendbuff, nullptr, count, datatype, strataSum, peer));
+}
+
+strataResult_t strataRecv(void* recvbuff, size_t count, strataDataType_t datatype, int peer,
+                          strataComm_t comm, strataStream_t) {
+  return submit("strataRecv", comm,
+                make(Coll::kRecv, nullptr, recvbuff, count, datatype, strataSum, peer));
+}
+
+strataResult_t strataBarrier(strataComm_t comm, strataStream_t) {
+  return submit("strataBarrier", comm, make(Coll::kBarrier, nullptr, nullptr, 0, strataUint8, strataMax, 0));
+}
+
+}  // extern "C"

@@ -1,0 +1,139 @@
+#include "api/collectives.h"
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "exec/executor.h"
+
+namespace strata {
+
+namespace {
+
+// Bytes of `count` elements times `blocks`, or an error naming the overflow.
+size_t bytesOf(const char* fn, size_t count, size_t elem, size_t blocks) {
+  size_t bytes;
+  if (__builtin_mul_overflow(count, elem, &bytes) || __builtin_mul_overflow(bytes, blocks, &bytes) ||
+      bytes > (size_t(1) << 62))
+    fail(strataInvalidArgument, "%s: count %zu x %zu bytes x %zu blocks overflows the address space",
+         fn, count, elem, blocks);
+  return bytes;
+}
+
+bool overlaps(const void* a, size_t an, const void* b, size_t bn) {
+  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return an && bn && x < y + bn && y < x + an;
+}
+
+}  // namespace
+
+void validate(const char* fn, Request& r) {
+  Comm& c = *r.comm;
+  const int n = c.nranks(), me = c.rank();
+  if (!validDtype(r.dtype)) fail(strataInvalidArgument, "%s: invalid datatype %d", fn, int(r.dtype));
+  bool reduces = r.coll == Coll::kAllReduce || r.coll == Coll::kReduceScatter || r.coll == Coll::kReduce;
+  if (reduces && !validRedOp(r.redop))
+    fail(strataInvalidArgument, "%s: invalid reduction operator %d", fn, int(r.redop));
+  bool rooted = r.coll == Coll::kBroadcast || r.coll == Coll::kReduce;
+  if (rooted && (r.root < 0 || r.root >= n))
+    fail(strataInvalidArgument, "%s: root %d is out of range for %d ranks", fn, r.root, n);
+  if ((r.coll == Coll::kSend || r.coll == Coll::kRecv) && (r.root < 0 || r.root >= n))
+    fail(strataInvalidArgument, "%s: peer %d is out of range for %d ranks", fn, r.root, n);
+  const size_t e = dtypeSize(r.dtype);
+  size_t sendBytes = 0, recvBytes = 0;
+  bool needSend = true, needRecv = true;
+  switch (r.coll) {
+    case Coll::kAllReduce: sendBytes = recvBytes = bytesOf(fn, r.count, e, 1); break;
+    case Coll::kReduceScatter:
+      sendBytes = bytesOf(fn, r.count, e, size_t(n));
+      recvBytes = bytesOf(fn, r.count, e, 1);
+      break;
+    case Coll::kAllGather:
+      sendBytes = bytesOf(fn, r.count, e, 1);
+      recvBytes = bytesOf(fn, r.count, e, size_t(n));
+      break;
+    case Coll::kBroadcast:
+      sendBytes = recvBytes = bytesOf(fn, r.count, e, 1);
+      needSend = me == r.root;
+      break;
+    case Coll::kReduce:
+      sendBytes = recvBytes = bytesOf(fn, r.count, e, 1);
+      needRecv = me == r.root;
+      break;
+    case Coll::kAllToAll: sendBytes = recvBytes = bytesOf(fn, r.count, e, size_t(n)); break;
+    case Coll::kSend: sendBytes = bytesOf(fn, r.count, e, 1); needRecv = false; break;
+    case Coll::kRecv: recvBytes = bytesOf(fn, r.count, e, 1); needSend = false; break;
+    case Coll::kBarrier: return;
+  }
+  if (r.count == 0) return;
+  if (needSend && !r.send) fail(strataInvalidArgument, "%s: sendbuff is NULL with count %zu", fn, r.count);
+  if (needRecv && !r.recv) fail(strataInvalidArgument, "%s: recvbuff is NULL with count %zu", fn, r.count);
+  if (!needSend || !needRecv) {
+    r.inPlace = r.send == r.recv;
+    return;
+  }
+  const auto* s = static_cast<const uint8_t*>(r.send);
+  auto* d = static_cast<uint8_t*>(r.recv);
+  switch (r.coll) {
+    case Coll::kReduceScatter: r.inPlace = s + size_t(me) * recvBytes == d; break;
+    case Coll::kAllGather: r.inPlace = d + size_t(me) * sendBytes == s; break;
+    default: r.inPlace = s == d; break;
+  }
+  if (!r.inPlace && overlaps(s, sendBytes, d, recvBytes))
+    fail(strataInvalidArgument, "%s: sendbuff and recvbuff overlap without being the in-place layout",
+         fn);
+}
+
+void runCollective(Request& r) {
+  Comm& c = *r.comm;
+  if (c.failed()) c.throwFailed();
+  if (r.count == 0 && r.coll != Coll::kBarrier) return;
+  uint8_t barrierIn = 1, barrierOut = 0;
+  OpDesc d;
+  d.coll = r.coll;
+  d.dtype = r.dtype;
+  d.redop = r.redop;
+  d.root = r.root;
+  d.count = r.count;
+  d.seq = c.nextSeq();
+  CollArgs a;
+  a.coll = r.coll;
+  a.rank = c.rank();
+  a.nranks = c.nranks();
+  a.count = r.count;
+  a.dtype = r.dtype;
+  a.redop = r.redop;
+  a.root = r.root;
+  a.inPlace = r.inPlace;
+  a.chunkBytes = pipelineSliceBytes(c.config().chunkBytes, c.linkCapacity());
+  Buffers bufs{r.send, r.recv, nullptr};
+  if (r.coll == Coll::kBarrier) {  // an all-reduce of one byte
+    a.count = d.count = 1;
+    a.dtype = d.dtype = strataUint8;
+    a.redop = d.redop = strataMax;
+    bufs = Buffers{&barrierIn, &barrierOut, nullptr};
+  }
+  Plan plan = buildCollectivePlan(a, d, c.config());
+  executePlan(c, plan, bufs);
+}
+
+void runP2P(Comm& comm, const std::vector<Request>& reqs) {
+  if (comm.failed()) comm.throwFailed();
+  std::vector<P2POp> ops;
+  for (const Request& r : reqs) {
+    if (r.count == 0) continue;
+    P2POp op;
+    op.isSend = r.coll == Coll::kSend;
+    op.peer = r.root;
+    op.sendbuff = r.send;
+    op.recvbuff = r.recv;
+    op.count = r.count;
+    op.dtype = r.dtype;
+    ops.push_back(op);
+  }
+  if (ops.empty()) return;
+  Plan plan = buildP2PPlan(ops, comm.rank(), comm.nranks());
+  executePlan(comm, plan, Buffers{nullptr, nullptr, &ops});
+}
+
+}  // namespace strata

@@ -1,0 +1,199 @@
+// extern "C" entry points for versions, errors and communicator lifetime.
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "api/entry.h"
+#include "bootstrap/rendezvous.h"
+#include "core/comm.h"
+#include "core/error.h"
+
+using namespace strata;
+
+namespace {
+
+Config configFor(const strataConfig_t* user) {
+  Config cfg = readConfig();
+  if (user) {
+    if (user->size < sizeof(size_t) + 2 * sizeof(unsigned) || user->magic != STRATA_CONFIG_MAGIC)
+      fail(strataInvalidArgument, "the config was not set from STRATA_CONFIG_INITIALIZER (bad size or magic)");
+    if (user->version != STRATA_CONFIG_VERSION)
+      fail(strataInvalidArgument, "the config has version %u; this library knows version %u",
+           user->version, STRATA_CONFIG_VERSION);
+    if (user->blocking != 1 && user->blocking != 0)
+      fail(strataInvalidArgument, "config.blocking must be 0 or 1, not %d", user->blocking);
+    if (user->timeoutMs == 0 || user->timeoutMs < -1)
+      fail(strataInvalidArgument, "config.timeoutMs must be positive or -1 (default), not %d",
+           user->timeoutMs);
+    if (user->timeoutMs > 0) cfg.timeoutMs = user->timeoutMs;
+  }
+  if (cfg.timeoutMs <= 0) cfg.timeoutMs = 600000;
+  return cfg;
+}
+
+// Listens for the rendezvous on `port` (0: ephemeral) and starts the root.
+uint16_t startRoot(uint16_t port, const Secret& secret, int timeoutMs) {
+  SockAddr bind;
+  bind.port = port;
+  Fd listener = listenOn(bind);
+  uint16_t bound = localAddr(listener.get()).port;
+  startRendezvousRoot(std::move(listener), secret, timeoutMs);
+  return bound;
+}
+
+Secret secretFromText(const std::string& text) {
+  Secret s{};
+  uint64_t a = hash64("strata-secret-a:" + text), b = hash64("strata-secret-b:" + text);
+  std::memcpy(s.data(), &a, 8);
+  std::memcpy(s.data() + 8, &b, 8);
+  return s;
+}
+
+void initComm(strataComm_t* out, int nranks, const strataUniqueId& id, int rank,
+              const strataConfig_t* user) {
+  if (!out) fail(strataInvalidArgument, "the output communicator pointer is NULL");
+  *out = nullptr;
+  if (nranks < 1) fail(strataInvalidArgument, "nranks must be at least 1, not %d", nranks);
+  if (rank < 0 || rank >= nranks)
+    fail(strataInvalidArgument, "rank %d is out of range for nranks %d", rank, nranks);
+  UniqueIdData data;
+  std::string why;
+  if (!decodeUniqueId(id, &data, &why)) fail(strataInvalidArgument, "%s", why.c_str());
+  Config cfg = configFor(user);
+  Comm* c = new Comm(nranks, rank, data, std::move(cfg));
+  registerComm(c);
+  *out = reinterpret_cast<strataComm_t>(c);
+}
+
+}  // namespace
+
+extern "C" {
+
+strataResult_t strataGetVersion(int* version) {
+  Comm* none = nullptr;
+  return guarded("strataGetVersion", none, [&] {
+    if (!version) fail(strataInvalidArgument, "the version pointer is NULL");
+    *version = STRATA_VERSION_CODE;
+  });
+}
+
+const char* strataGetErrorString(strataResult_t result) {
+  switch (result) {
+    case strataSuccess: return "no error";
+    case strataInProgress: return "operation in progress";
+    case strataInvalidArgument: return "invalid argument";
+    case strataInvalidUsage: return "invalid usage";
+    case strataSystemError: return "system error (socket, shared memory or memory)";
+    case strataRemoteError: return "remote error (a peer failed, exited or aborted)";
+    case strataTimeout: return "timeout waiting for a peer";
+    case strataMismatch: return "ranks called mismatched operations";
+    case strataUnsupported: return "unsupported";
+    case strataInternalError: return "internal error";
+    default: return "unknown result code";
+  }
+}
+
+const char* strataGetLastError(strataComm_t comm) {
+  if (!comm) return threadLastError();
+  try {
+    return liveComm(comm, "strataGetLastError")->lastError();
+  } catch (...) {
+    return "strataGetLastError: not a live communicator";
+  }
+}
+
+strataResult_t strataGetUniqueId(strataUniqueId* uniqueId) {
+  Comm* none = nullptr;
+  return guarded("strataGetUniqueId", none, [&] {
+    if (!uniqueId) fail(strataInvalidArgument, "the unique id pointer is NULL");
+    Config cfg = configFor(nullptr);
+    UniqueIdData d;
+    d.secret = randomSecret();
+    if (!cfg.commId.empty()) {
+      d.root = parseHostPort(cfg.commId);
+      startRoot(d.root.port, d.secret, cfg.timeoutMs);
+    } else {
+      d.root = cfg.socketIfname.empty() ? defaultHostAddr() : interfaceAddr(cfg.socketIfname);
+      d.root.port = startRoot(0, d.secret, cfg.timeoutMs);
+    }
+    encodeUniqueId(d, uniqueId);
+  });
+}
+
+strataResult_t strataCommInitRank(strataComm_t* comm, int nranks, strataUniqueId id, int rank) {
+  Comm* none = nullptr;
+  return guarded("strataCommInitRank", none, [&] { initComm(comm, nranks, id, rank, nullptr); });
+}
+
+strataResult_t strataCommInitRankConfig(strataComm_t* comm, int nranks, strataUniqueId id, int rank,
+                                        strataConfig_t* config) {
+  Comm* none = nullptr;
+  return guarded("strataCommInitRankConfig", none,
+                 [&] { initComm(comm, nranks, id, rank, config); });
+}
+
+strataResult_t strataCommInitFromEnv(strataComm_t* comm) {
+  Comm* none = nullptr;
+  return guarded("strataCommInitFromEnv", none, [&] {
+    Config cfg = configFor(nullptr);
+    if (cfg.envRank < 0 || cfg.envSize < 1)
+      fail(strataInvalidUsage,
+           "no launcher variables found: set RANK and WORLD_SIZE (torchrun), run under mpirun "
+           "(OMPI_COMM_WORLD_RANK/SIZE) or srun (SLURM_PROCID/SLURM_NTASKS)");
+    std::string rootText = cfg.commId;
+    if (rootText.empty()) {
+      if (cfg.masterAddr.empty() || cfg.masterPort.empty())
+        fail(strataInvalidUsage, "no rendezvous address: set STRATA_COMM_ID=host:port or MASTER_ADDR and MASTER_PORT");
+      // MASTER_PORT itself belongs to torch's store under torchrun: use the next one.
+      int port = std::atoi(cfg.masterPort.c_str());
+      if (port <= 0 || port >= 65535) fail(strataInvalidArgument, "MASTER_PORT=%s is not a port", cfg.masterPort.c_str());
+      rootText = cfg.masterAddr + ":" + std::to_string(port + 1);
+    }
+    UniqueIdData d;
+    d.root = parseHostPort(rootText);
+    d.secret = secretFromText(cfg.commSecret.empty() ? "strata-env:" + rootText : cfg.commSecret);
+    if (cfg.envRank == 0) startRoot(d.root.port, d.secret, cfg.timeoutMs);
+    strataUniqueId id;
+    encodeUniqueId(d, &id);
+    initComm(comm, cfg.envSize, id, cfg.envRank, nullptr);
+  });
+}
+
+strataResult_t strataCommDestroy(strataComm_t comm) {
+  Comm* c = nullptr;
+  return guarded("strataCommDestroy", c, [&] {
+    Comm* live = liveComm(comm, "strataCommDestroy");
+    unregisterComm(live);
+    delete live;
+  });
+}
+
+strataResult_t strataCommAbort(strataComm_t comm) {
+  Comm* c = nullptr;
+  return guarded("strataCommAbort", c, [&] {
+    Comm* live = liveComm(comm, "strataCommAbort");
+    unregisterComm(live);
+    live->abort();
+    delete live;
+  });
+}
+
+strataResult_t strataCommCount(const strataComm_t comm, int* count) {
+  Comm* c = nullptr;
+  return guarded("strataCommCount", c, [&] {
+    Comm* live = liveComm(comm, "strataCommCount");
+    if (!count) fail(strataInvalidArgument, "the count pointer is NULL");
+    *count = live->nranks();
+  });
+}
+
+strataResult_t strataCommUserRank(const strataComm_t comm, int* rank) {
+  Comm* c = nullptr;
+  return guarded("strataCommUserRank", c, [&] {
+    Comm* live = liveComm(comm, "strataCommUserRank");
+    if (!rank) fail(strataInvalidArgument, "the rank pointer is NULL");
+    *rank = live->rank();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,66 @@
+#include "api/entry.h"
+
+#include <mutex>
+#include <unordered_set>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace strata {
+
+namespace {
+
+thread_local std::string tlsLastError = "no error";
+
+struct CommRegistry {
+  std::mutex mu;
+  std::unordered_set<Comm*> live;
+};
+CommRegistry& registry() {
+  static CommRegistry* r = new CommRegistry();  // outlives static destructors
+  return *r;
+}
+
+bool breaksComm(strataResult_t code) {
+  return code == strataRemoteError || code == strataTimeout || code == strataMismatch ||
+         code == strataSystemError || code == strataInternalError;
+}
+
+}  // namespace
+
+void setThreadLastError(const std::string& s) { tlsLastError = s; }
+const char* threadLastError() { return tlsLastError.c_str(); }
+
+void registerComm(Comm* c) {
+  std::lock_guard<std::mutex> lock(registry().mu);
+  registry().live.insert(c);
+}
+
+void unregisterComm(Comm* c) {
+  std::lock_guard<std::mutex> lock(registry().mu);
+  registry().live.erase(c);
+}
+
+Comm* liveComm(strataComm_t handle, const char* fn) {
+  if (!handle) fail(strataInvalidArgument, "%s: the communicator is NULL", fn);
+  Comm* c = reinterpret_cast<Comm*>(handle);
+  std::lock_guard<std::mutex> lock(registry().mu);
+  if (!registry().live.count(c))
+    fail(strataInvalidArgument, "%s: %p is not a live communicator (destroyed, aborted, or never created)",
+         fn, static_cast<void*>(handle));
+  return c;
+}
+
+strataResult_t reportError(const char* fn, Comm* comm, strataResult_t code, const std::string& what) {
+  std::string sentence = what.rfind(fn, 0) == 0 ? what : std::string(fn) + ": " + what;
+  if (comm) {
+    sentence = format("%s (rank %d of %d)", sentence.c_str(), comm->rank(), comm->nranks());
+    comm->setLastError(sentence);
+    if (breaksComm(code)) comm->markFailed(code, what);
+  }
+  setThreadLastError(sentence);
+  STRATA_WARN("%s", sentence.c_str());
+  return code;
+}
+
+}  // namespace strata

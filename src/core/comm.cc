@@ -1,0 +1,118 @@
+#include "core/comm.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "algo/select.h"
+#include "bootstrap/rendezvous.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "kernels/cpu/reduce.h"
+
+namespace strata {
+
+namespace {
+
+uint64_t detectHostHash(const Config& cfg) {
+  if (!cfg.hostId.empty()) return hash64("id:" + cfg.hostId);
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::string bootId;
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::getline(in, bootId);
+  return hash64(std::string(host) + "/" + bootId);
+}
+
+}  // namespace
+
+Comm::Comm(int nranks, int rank, const UniqueIdData& id, Config config)
+    : nranks_(nranks), rank_(rank), config_(std::move(config)), secret_(id.secret) {
+  commTag_ = 0;
+  for (uint8_t b : secret_) commTag_ = commTag_ * 131 + b;
+  int64_t deadline = nowMs() + config_.timeoutMs;
+  SockAddr bind;  // any address, ephemeral port
+  RankInfo mine;
+  if (!config_.socketIfname.empty()) {
+    bind = interfaceAddr(config_.socketIfname);
+    mine.addr.ip = bind.ip;
+  }
+  listener_ = listenOn(bind);
+  setNonBlocking(listener_.get());
+  mine.addr.port = localAddr(listener_.get()).port;
+  mine.hostHash = detectHostHash(config_);
+  mine.pid = int32_t(getpid());
+  ranks_ = rendezvous(id.root, secret_, nranks_, rank_, mine, deadline);
+  channels_.resize(size_t(nranks_));
+  if (rank_ == 0) {
+    STRATA_INFO("strata %d.%d.%d: %d ranks, kernels %s", STRATA_MAJOR, STRATA_MINOR, STRATA_PATCH,
+                nranks_, kernels::isaName());
+    STRATA_INFO("%s", config_.describe().c_str());
+    STRATA_INFO("%s", algorithmSummary(config_).c_str());
+  }
+  if (logLevel() >= LogLevel::kInfo) STRATA_INFO("%s", transportSummary().c_str());
+}
+
+Comm::~Comm() = default;
+
+LinkContext Comm::linkContext(int peer) const {
+  LinkContext ctx;
+  ctx.rank = rank_;
+  ctx.peer = peer;
+  ctx.nranks = nranks_;
+  ctx.local = ranks_[size_t(rank_)];
+  ctx.remote = ranks_[size_t(peer)];
+  ctx.commTag = commTag_;
+  ctx.config = &config_;
+  return ctx;
+}
+
+std::string Comm::transportSummary() const {
+  std::string s = format("rank %d (pid %d, %s): transports", rank_, ranks_[size_t(rank_)].pid,
+                         ranks_[size_t(rank_)].addr.str().c_str());
+  for (int p = 0; p < nranks_; ++p) {
+    if (p == rank_) continue;
+    s += format(" %d:%s", p, transportAt(chooseTransport(linkContext(p))).name());
+  }
+  return s;
+}
+
+uint8_t* Comm::scratch(size_t bytes) {
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  return scratch_.data();
+}
+
+size_t Comm::linkCapacity() const {
+  size_t shm = config_.shmSlotBytes * size_t(config_.shmSlots);
+  return shm < config_.tcpBufferBytes ? shm : config_.tcpBufferBytes;
+}
+
+void Comm::addChannel(int peer, std::unique_ptr<Channel> ch) {
+  links_.push_back(ch.get());
+  channels_[size_t(peer)] = std::move(ch);
+  STRATA_TRACE("rank %d: connected to rank %d over %s", rank_, peer,
+               channels_[size_t(peer)]->transportName());
+}
+
+void Comm::markFailed(strataResult_t code, const std::string& message) noexcept {
+  if (failCode_ != strataSuccess) return;
+  failCode_ = code;
+  failMessage_ = message;
+  for (Channel* ch : links_) ch->sendAbort(code, message);
+  listener_.reset();  // ranks still connecting to us learn at once
+}
+
+void Comm::throwFailed() const {
+  throw Error(failCode_, format("the communicator failed earlier and must be aborted or destroyed; "
+                                "the first error was: %s",
+                                failMessage_.c_str()));
+}
+
+void Comm::abort() noexcept {
+  markFailed(strataRemoteError, format("rank %d called strataCommAbort", rank_));
+}
+
+void Comm::setLastError(const std::string& s) { lastError_ = s; }
+
+}  // namespace strata

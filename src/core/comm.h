@@ -1,0 +1,79 @@
+// The communicator: who the ranks are and where they live (from the
+// bootstrap), this rank's listening socket, its links to peers (made lazily,
+// the first time a plan needs them), the collective sequence number, and the
+// error state. A communicator that failed (a peer died, timed out, mismatched)
+// refuses further operations until it is aborted or destroyed.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bootstrap/socket.h"
+#include "bootstrap/wire.h"
+#include "core/config.h"
+#include "exec/link_set.h"
+#include "transports/transport.h"
+
+namespace strata {
+
+class Comm : public LinkSet {
+ public:
+  // Runs the bootstrap; throws strata::Error on failure.
+  Comm(int nranks, int rank, const UniqueIdData& id, Config config);
+  ~Comm() override;
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  int rank() const override { return rank_; }
+  int timeoutMs() const override { return config_.timeoutMs; }
+  int nranks() const { return nranks_; }
+  const Config& config() const { return config_; }
+  uint64_t nextSeq() { return ++collSeq_; }
+
+  // Makes sure links to `peers` exist (accepting any other peer that connects
+  // meanwhile). Throws strataTimeout / strataRemoteError.
+  void connect(const std::vector<int>& peers) override;
+  Channel& channel(int peer) override { return *channels_[size_t(peer)]; }
+  bool connected(int peer) const { return channels_[size_t(peer)] != nullptr; }
+  // All links made so far (for liveness polling and progress).
+  const std::vector<Channel*>& links() const override { return links_; }
+
+  // Scratch memory for plans, reused across calls.
+  uint8_t* scratch(size_t bytes) override;
+  size_t linkCapacity() const override;
+
+  // Error state. markFailed() tells every connected peer (ABORT frames) once.
+  void markFailed(strataResult_t code, const std::string& message) noexcept;
+  bool failed() const { return failCode_ != strataSuccess; }
+  [[noreturn]] void throwFailed() const;
+  // Aborting: tell peers and close everything now.
+  void abort() noexcept;
+
+  void setLastError(const std::string& s);
+  const char* lastError() const { return lastError_.c_str(); }
+
+  std::string transportSummary() const;
+
+ private:
+  LinkContext linkContext(int peer) const;
+  struct Handshake;
+  void addChannel(int peer, std::unique_ptr<Channel> ch);
+
+  int nranks_, rank_;
+  Config config_;
+  Secret secret_;
+  uint64_t commTag_;
+  std::vector<RankInfo> ranks_;
+  Fd listener_;
+  std::vector<std::unique_ptr<Channel>> channels_;
+  std::vector<Channel*> links_;
+  uint64_t collSeq_ = 0;
+  std::vector<uint8_t> scratch_;
+  strataResult_t failCode_ = strataSuccess;
+  std::string failMessage_;
+  std::string lastError_;
+};
+
+}  // namespace strata

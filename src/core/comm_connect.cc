@@ -1,0 +1,207 @@
+// Lazy link set-up between ranks. The lower rank connects to the higher
+// rank's listener; both send Hello + the transport's setup blob. Everything is
+// non-blocking after the TCP connect, and connections from any rank (or from
+// strangers, which are dropped and logged) are served while waiting, so two
+// ranks connecting to each other's peers in any order cannot deadlock.
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "core/comm.h"
+#include "core/error.h"
+#include "core/log.h"
+
+namespace strata {
+
+namespace {
+
+constexpr size_t kLinkHelloBytes = kHelloBytes + kSetupBlobBytes;
+constexpr int64_t kStrangerGraceMs = 10000;
+
+// A socket whose Hello + blob is still arriving.
+struct Waiting {
+  Fd fd;
+  int peer = -1;  // for outgoing links: whom we called; -1 for accepted ones
+  std::unique_ptr<PendingLink> link;
+  SockAddr from;
+  int64_t sinceMs = 0;
+  size_t got = 0;
+  uint8_t buf[kLinkHelloBytes];
+};
+
+// Reads more of the Hello; returns -1 on EOF/error, 1 when complete, 0 otherwise.
+int readHello(Waiting& w) {
+  ssize_t r = ::recv(w.fd.get(), w.buf + w.got, kLinkHelloBytes - w.got, MSG_DONTWAIT);
+  if (r == 0) return -1;
+  if (r < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
+  w.got += size_t(r);
+  return w.got == kLinkHelloBytes ? 1 : 0;
+}
+
+}  // namespace
+
+struct Comm::Handshake {
+  Comm& comm;
+  int64_t deadline;
+  std::vector<Waiting> waiting;
+
+  void sendHello(int fd, int peer, uint32_t transportId, const uint8_t* blob) {
+    uint8_t msg[kLinkHelloBytes];
+    Hello h;
+    h.kind = HelloKind::kData;
+    h.secret = comm.secret_;
+    h.nranks = comm.nranks_;
+    h.fromRank = comm.rank_;
+    h.toRank = peer;
+    h.transportId = transportId;
+    encodeHello(h, msg);
+    std::memcpy(msg + kHelloBytes, blob, kSetupBlobBytes);
+    sendAll(fd, msg, sizeof(msg), deadline, "sending a link handshake");
+  }
+
+  void call(int peer) {
+    LinkContext ctx = comm.linkContext(peer);
+    uint32_t tid = chooseTransport(ctx);
+    Waiting w;
+    w.fd = connectTo(comm.ranks_[size_t(peer)].addr, deadline);
+    w.peer = peer;
+    w.from = comm.ranks_[size_t(peer)].addr;
+    w.sinceMs = nowMs();
+    uint8_t blob[kSetupBlobBytes];
+    w.link = transportAt(tid).begin(ctx, blob);
+    sendHello(w.fd.get(), peer, tid, blob);
+    waiting.push_back(std::move(w));
+  }
+
+  // Validates a complete Hello; on success returns the sender's rank.
+  bool check(const Waiting& w, Hello* h, std::string* why) {
+    if (!decodeHello(w.buf, comm.secret_, h, why)) return false;
+    if (h->kind != HelloKind::kData || h->nranks != comm.nranks_ || h->toRank != comm.rank_ ||
+        h->fromRank == comm.rank_) {
+      *why = format("handshake for another communicator or rank (from %d to %d of %d)", h->fromRank,
+                    h->toRank, h->nranks);
+      return false;
+    }
+    if (w.peer >= 0 && h->fromRank != w.peer) {
+      *why = format("expected rank %d to answer, got rank %d", w.peer, h->fromRank);
+      return false;
+    }
+    uint32_t mine = chooseTransport(comm.linkContext(h->fromRank));
+    if (h->transportId != mine) {
+      *why = format("rank %d chose transport %s for this link but rank %d chose %s "
+                    "(do STRATA_TRANSPORT / STRATA_HOSTID differ between ranks?)",
+                    h->fromRank, transportAt(h->transportId).name(), comm.rank_,
+                    transportAt(mine).name());
+      return false;
+    }
+    if (w.peer < 0 && comm.connected(h->fromRank)) {
+      *why = format("rank %d is already connected", h->fromRank);
+      return false;
+    }
+    return true;
+  }
+
+  // Handles a complete Hello. Returns false if the connection was dropped.
+  void complete(Waiting& w) {
+    Hello h;
+    std::string why;
+    if (!check(w, &h, &why)) {
+      if (w.peer >= 0)  // a rank we called answered wrongly: that is fatal
+        fail(strataRemoteError, "link handshake with rank %d failed: %s", w.peer, why.c_str());
+      STRATA_WARN("rank %d: dropped connection from %s: %s", comm.rank_, w.from.str().c_str(),
+                  why.c_str());
+      return;
+    }
+    if (w.peer < 0) {  // accepted: set up our side and answer
+      uint8_t blob[kSetupBlobBytes];
+      w.link = transportAt(h.transportId).begin(comm.linkContext(h.fromRank), blob);
+      auto ch = w.link->finish(std::move(w.fd), w.buf + kHelloBytes);
+      sendHello(ch->pollFd(), h.fromRank, h.transportId, blob);
+      comm.addChannel(h.fromRank, std::move(ch));
+    } else {
+      comm.addChannel(h.fromRank, w.link->finish(std::move(w.fd), w.buf + kHelloBytes));
+    }
+  }
+
+  void acceptAll() {
+    for (;;) {
+      int fd = ::accept4(comm.listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) return;
+      Waiting w;
+      w.fd = Fd(fd);
+      w.from = peerAddr(fd);
+      w.sinceMs = nowMs();
+      setNoDelay(fd);
+      waiting.push_back(std::move(w));
+    }
+  }
+
+  void pollOnce(int timeoutMs) {
+    std::vector<pollfd> fds;
+    fds.push_back({comm.listener_.get(), POLLIN, 0});
+    for (auto& w : waiting) fds.push_back({w.fd.get(), POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), timeoutMs) < 0 && errno != EINTR) failErrno("poll()");
+    if (fds[0].revents & POLLIN) acceptAll();
+    int64_t now = nowMs();
+    for (size_t i = 0; i < waiting.size();) {
+      Waiting& w = waiting[i];
+      int state = 0;
+      if (i + 1 < fds.size() && fds[i + 1].revents) state = readHello(w);
+      bool done = false;
+      if (state == 1) {
+        complete(w);
+        done = true;
+      } else if (state < 0) {
+        if (w.peer >= 0)
+          fail(strataRemoteError, "rank %d closed the connection during the link handshake "
+                                  "(it exited, aborted or refused our secret)", w.peer);
+        STRATA_WARN("rank %d: dropped connection from %s: closed before its handshake",
+                    comm.rank_, w.from.str().c_str());
+        done = true;
+      } else if (w.peer < 0 && now - w.sinceMs > kStrangerGraceMs) {
+        STRATA_WARN("rank %d: dropped connection from %s: no handshake within %lld ms", comm.rank_,
+                    w.from.str().c_str(), (long long)kStrangerGraceMs);
+        done = true;
+      }
+      if (done) {
+        waiting.erase(waiting.begin() + long(i));
+      } else {
+        ++i;
+      }
+    }
+  }
+};
+
+void Comm::connect(const std::vector<int>& peers) {
+  if (failed()) throwFailed();
+  auto missing = [&] {
+    std::vector<int> out;
+    for (int p : peers)
+      if (p != rank_ && !connected(p) && std::find(out.begin(), out.end(), p) == out.end())
+        out.push_back(p);
+    return out;
+  };
+  std::vector<int> need = missing();
+  if (need.empty()) return;
+  Handshake hs{*this, nowMs() + config_.timeoutMs, {}};
+  for (int p : need)
+    if (rank_ < p) hs.call(p);
+  for (;;) {
+    need = missing();
+    bool callsPending = std::any_of(hs.waiting.begin(), hs.waiting.end(),
+                                    [](const Waiting& w) { return w.peer >= 0; });
+    if (need.empty() && !callsPending) return;
+    if (nowMs() > hs.deadline) {
+      fail(strataTimeout, "rank %d could not connect to rank %d within %d ms (it never called the "
+                          "collective, or cannot be reached at %s)",
+           rank_, need.empty() ? -1 : need[0], config_.timeoutMs,
+           need.empty() ? "?" : ranks_[size_t(need[0])].addr.str().c_str());
+    }
+    hs.pollOnce(need.empty() ? 0 : 5);
+  }
+}
+
+}  // namespace strata

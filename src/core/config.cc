@@ -1,0 +1,109 @@
+#include "core/config.h"
+
+#include <cstdlib>
+#include <strings.h>
+
+#include "core/error.h"
+
+namespace strata {
+
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return (v && *v) ? v : nullptr;
+}
+
+std::string envString(const char* name) {
+  const char* v = env(name);
+  return v ? v : "";
+}
+
+long long envInt(const char* name, long long fallback) {
+  const char* v = env(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  long long x = std::strtoll(v, &end, 10);
+  if (end == v || *end != '\0' || x < 0) {
+    STRATA_WARN("ignoring %s=%s: not a non-negative integer", name, v);
+    return fallback;
+  }
+  return x;
+}
+
+LogLevel parseLevel(const char* v) {
+  if (!v) return LogLevel::kWarn;
+  if (!strcasecmp(v, "NONE")) return LogLevel::kNone;
+  if (!strcasecmp(v, "INFO")) return LogLevel::kInfo;
+  if (!strcasecmp(v, "TRACE")) return LogLevel::kTrace;
+  return LogLevel::kWarn;
+}
+
+// Fills rank/size from the first launcher whose variables are present.
+void readLauncher(Config& c) {
+  struct Launcher { const char* name; const char* rank; const char* size; const char* local; };
+  static const Launcher launchers[] = {
+      {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK"},
+      {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+      {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+  };
+  for (const Launcher& l : launchers) {
+    if (env(l.rank) && env(l.size)) {
+      c.envLauncher = l.name;
+      c.envRank = int(envInt(l.rank, -1));
+      c.envSize = int(envInt(l.size, -1));
+      c.envLocalRank = int(envInt(l.local, -1));
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+const GlobalConfig& globalConfig() {
+  static const GlobalConfig g = [] {
+    GlobalConfig c;
+    c.logLevel = parseLevel(env("STRATA_DEBUG"));
+    c.debugFile = envString("STRATA_DEBUG_FILE");
+    return c;
+  }();
+  return g;
+}
+
+Config readConfig() {
+  Config c;
+  c.timeoutMs = int(envInt("STRATA_TIMEOUT_MS", c.timeoutMs));
+  c.algo = envString("STRATA_ALGO");
+  c.transport = envString("STRATA_TRANSPORT");
+  c.hostId = envString("STRATA_HOSTID");
+  c.socketIfname = envString("STRATA_SOCKET_IFNAME");
+  c.commId = envString("STRATA_COMM_ID");
+  c.commSecret = envString("STRATA_COMM_SECRET");
+  c.smallBytes = size_t(envInt("STRATA_SMALL_BYTES", (long long)c.smallBytes));
+  c.chunkBytes = size_t(envInt("STRATA_CHUNK_BYTES", (long long)c.chunkBytes));
+  c.shmSlotBytes = size_t(envInt("STRATA_SHM_SLOT_BYTES", (long long)c.shmSlotBytes));
+  c.shmSlots = int(envInt("STRATA_SHM_SLOTS", c.shmSlots));
+  c.tcpBufferBytes = size_t(envInt("STRATA_TCP_BUFFER_BYTES", (long long)c.tcpBufferBytes));
+  if (c.chunkBytes < 4096) c.chunkBytes = 4096;
+  if (c.shmSlotBytes < 4096) c.shmSlotBytes = 4096;
+  if (c.shmSlots < 2) c.shmSlots = 2;
+  if (c.tcpBufferBytes < (1 << 16)) c.tcpBufferBytes = 1 << 16;
+  readLauncher(c);
+  c.masterAddr = envString("MASTER_ADDR");
+  c.masterPort = envString("MASTER_PORT");
+  return c;
+}
+
+std::string Config::describe() const {
+  return format(
+      "STRATA_TIMEOUT_MS=%d STRATA_ALGO=%s STRATA_TRANSPORT=%s STRATA_HOSTID=%s "
+      "STRATA_SOCKET_IFNAME=%s STRATA_COMM_ID=%s STRATA_SMALL_BYTES=%zu STRATA_CHUNK_BYTES=%zu "
+      "STRATA_SHM_SLOT_BYTES=%zu STRATA_SHM_SLOTS=%d STRATA_TCP_BUFFER_BYTES=%zu",
+      timeoutMs, algo.empty() ? "auto" : algo.c_str(),
+      transport.empty() ? "auto" : transport.c_str(), hostId.empty() ? "(detected)" : hostId.c_str(),
+      socketIfname.empty() ? "(any)" : socketIfname.c_str(),
+      commId.empty() ? "(unset)" : commId.c_str(), smallBytes, chunkBytes, shmSlotBytes, shmSlots,
+      tcpBufferBytes);
+}
+
+}  // namespace strata

@@ -1,0 +1,44 @@
+// Every environment variable strata reads is read here, and only here.
+// docs/ENVIRONMENT.md lists them; at STRATA_DEBUG=INFO, init prints them.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "core/log.h"
+
+namespace strata {
+
+// Process-wide settings fixed at first use (logging).
+struct GlobalConfig {
+  LogLevel logLevel = LogLevel::kWarn;  // STRATA_DEBUG
+  std::string debugFile;                // STRATA_DEBUG_FILE (%h host, %p pid)
+};
+const GlobalConfig& globalConfig();
+
+// Settings read anew at each communicator init, so that a process (or a
+// forked test rank) can change them between communicators.
+struct Config {
+  int timeoutMs = 600000;          // STRATA_TIMEOUT_MS (the config struct wins when set)
+  std::string algo;                // STRATA_ALGO: ring | recursive_doubling | tree | chain
+  std::string transport;           // STRATA_TRANSPORT: "" (auto) | tcp | shm
+  std::string hostId;              // STRATA_HOSTID: overrides hostname+boot id
+  std::string socketIfname;        // STRATA_SOCKET_IFNAME: interface for data sockets
+  std::string commId;              // STRATA_COMM_ID: host:port of the rendezvous root
+  std::string commSecret;          // STRATA_COMM_SECRET: shared secret for env init
+  size_t smallBytes = 32768;       // STRATA_SMALL_BYTES: at or below, latency algorithms
+  size_t chunkBytes = 524288;      // STRATA_CHUNK_BYTES: pipeline slice per ring step
+  size_t shmSlotBytes = 524288;    // STRATA_SHM_SLOT_BYTES
+  int shmSlots = 8;                // STRATA_SHM_SLOTS
+  size_t tcpBufferBytes = 4 << 20; // STRATA_TCP_BUFFER_BYTES: user-space staging per peer
+
+  // Launcher variables (torchrun, Open MPI, Slurm) for strataCommInitFromEnv.
+  int envRank = -1, envSize = -1, envLocalRank = -1;
+  std::string envLauncher;         // which launcher the values came from
+  std::string masterAddr, masterPort;
+
+  std::string describe() const;    // one line per variable, for INFO logs
+};
+Config readConfig();
+
+}  // namespace strata

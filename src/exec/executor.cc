@@ -1,0 +1,240 @@
+#include "exec/executor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "exec/link_set.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "exec/waiter.h"
+#include "kernels/cpu/reduce.h"
+
+namespace strata {
+
+namespace {
+
+constexpr size_t kMaxFragment = 256 * 1024;  // bytes handled per step of a flow
+
+struct FlowState {
+  size_t done = 0;
+  bool descSent = false, descChecked = false, finished = false;
+  const uint8_t* src = nullptr;
+  uint8_t* dst = nullptr;
+};
+
+class PlanRunner {
+ public:
+  PlanRunner(LinkSet& comm, const Plan& plan, const Buffers& bufs)
+      : comm_(comm), plan_(plan), bufs_(bufs), waiter_(comm, comm.timeoutMs()) {
+    scratch_ = plan.scratchBytes ? comm.scratch(plan.scratchBytes) : nullptr;
+  }
+
+  void run() {
+    std::vector<int> peers;
+    for (const Flow& f : plan_.flows) {
+      if (f.peer >= 0) peers.push_back(f.peer);
+      if (f.forwardPeer >= 0) peers.push_back(f.forwardPeer);
+    }
+    comm_.connect(peers);
+    for (const Phase& ph : plan_.phases) runPhase(ph);
+    drain(peers);
+  }
+
+ private:
+  uint8_t* resolve(Ref r) const {
+    if (bufs_.p2p) {
+      const P2POp& op = (*bufs_.p2p)[r.offset];
+      if (r.buf == Buf::kSend) return static_cast<uint8_t*>(const_cast<void*>(op.sendbuff));
+      return static_cast<uint8_t*>(op.recvbuff);
+    }
+    switch (r.buf) {
+      case Buf::kSend: return static_cast<uint8_t*>(const_cast<void*>(bufs_.send)) + r.offset;
+      case Buf::kRecv: return static_cast<uint8_t*>(bufs_.recv) + r.offset;
+      case Buf::kScratch: return scratch_ + r.offset;
+      default: return nullptr;
+    }
+  }
+
+  void runPhase(const Phase& ph) {
+    states_.assign(ph.count, FlowState{});
+    for (uint32_t i = 0; i < ph.count; ++i) {
+      const Flow& f = plan_.flows[ph.first + i];
+      states_[i].src = f.src.valid() ? resolve(f.src) : nullptr;
+      states_[i].dst = f.dst.valid() ? resolve(f.dst) : nullptr;
+    }
+    uint32_t left = ph.count;
+    while (left > 0) {
+      bool moved = false;
+      for (uint32_t i = 0; i < ph.count; ++i) {
+        FlowState& st = states_[i];
+        if (st.finished || waitsForEarlierFlow(ph, i)) continue;
+        const Flow& f = plan_.flows[ph.first + i];
+        moved |= f.kind == FlowKind::kSend ? stepSend(f, st) : stepValue(f, st);
+        if (st.done == f.bytes && (!f.sendsDesc || st.descSent) &&
+            (!f.expectsDesc || st.descChecked)) {
+          st.finished = true;
+          --left;
+        }
+      }
+      if (moved) {
+        waiter_.progressed();
+      } else {
+        waiter_.idle([&] { return describeWait(ph); });
+      }
+    }
+  }
+
+  // Flows of one phase that share a peer and direction run in plan order.
+  bool waitsForEarlierFlow(const Phase& ph, uint32_t i) const {
+    const Flow& f = plan_.flows[ph.first + i];
+    int out = f.kind == FlowKind::kSend ? f.peer : f.forwardPeer;
+    int in = f.kind == FlowKind::kRecv ? f.peer : -1;
+    for (uint32_t j = 0; j < i; ++j) {
+      if (states_[j].finished) continue;
+      const Flow& g = plan_.flows[ph.first + j];
+      int gout = g.kind == FlowKind::kSend ? g.peer : g.forwardPeer;
+      int gin = g.kind == FlowKind::kRecv ? g.peer : -1;
+      if ((out >= 0 && out == gout) || (in >= 0 && in == gin)) return true;
+    }
+    return false;
+  }
+
+  bool pushDesc(Channel& ch, const Flow& f, FlowState& st) {
+    Span s = ch.acquireSend(kOpDescBytes);
+    if (s.size < kOpDescBytes) return false;
+    encodeOpDesc(plan_.ops[f.op], s.data);
+    ch.commitSend(kOpDescBytes);
+    st.descSent = true;
+    return true;
+  }
+
+  bool checkDesc(Channel& ch, const Flow& f, FlowState& st) {
+    ConstSpan s = ch.peekRecv();
+    if (s.size < kOpDescBytes) return false;
+    OpDesc theirs;
+    const OpDesc& mine = plan_.ops[f.op];
+    if (!decodeOpDesc(s.data, &theirs))
+      fail(strataMismatch, "rank %d expected %s from rank %d but received data that is not an "
+                           "operation header (rank %d is running a different operation)",
+           comm_.rank(), mine.describe().c_str(), f.peer, f.peer);
+    if (!descMatches(mine, theirs))
+      fail(strataMismatch, "collective mismatch: rank %d called %s but rank %d called %s",
+           comm_.rank(), mine.describe().c_str(), f.peer, theirs.describe().c_str());
+    ch.consumeRecv(kOpDescBytes);
+    st.descChecked = true;
+    return true;
+  }
+
+  bool stepSend(const Flow& f, FlowState& st) {
+    Channel& ch = comm_.channel(f.peer);
+    bool moved = false;
+    if (f.sendsDesc && !st.descSent) {
+      if (!pushDesc(ch, f, st)) return false;
+      moved = true;
+    }
+    while (st.done < f.bytes) {
+      size_t want = std::min(f.bytes - st.done, kMaxFragment);
+      size_t n = ch.trySend(st.src + st.done, want);
+      if (n == 0) break;
+      st.done += n;
+      moved = true;
+    }
+    return moved;
+  }
+
+  // Recv and Copy flows: value = incoming [op src] or src; to dst and/or forward.
+  bool stepValue(const Flow& f, FlowState& st) {
+    Channel* in = f.kind == FlowKind::kRecv ? &comm_.channel(f.peer) : nullptr;
+    Channel* out = f.forwardPeer >= 0 ? &comm_.channel(f.forwardPeer) : nullptr;
+    bool moved = false;
+    if (in && f.expectsDesc && !st.descChecked) {
+      if (!checkDesc(*in, f, st)) return false;
+      moved = true;
+    }
+    if (out && f.sendsDesc && !st.descSent) {
+      if (!pushDesc(*out, f, st)) return moved;
+      moved = true;
+    }
+    const size_t elem = plan_.elemSize;
+    while (st.done < f.bytes) {
+      size_t n = std::min(f.bytes - st.done, kMaxFragment);
+      const uint8_t* incoming = nullptr;
+      if (in) {
+        ConstSpan s = in->peekRecv();
+        incoming = s.data;
+        n = std::min(n, s.size);
+      }
+      Span space;
+      if (out) {
+        space = out->acquireSend(n);
+        n = std::min(n, space.size);
+      }
+      n -= n % elem;
+      if (n == 0) break;
+      if (!st.dst && !out) {  // nothing to write: an in-place copy onto itself
+        st.done = f.bytes;
+        return true;
+      }
+      uint8_t* target = st.dst ? st.dst + st.done : space.data;
+      const uint8_t* local = st.src ? st.src + st.done : nullptr;
+      if (in && f.reduce) {
+        kernels::reduce(target, local, incoming, n / elem, plan_.dtype, plan_.redop);
+      } else {
+        const uint8_t* from = in ? incoming : local;
+        if (target != from) std::memcpy(target, from, n);
+      }
+      if (f.finalize && plan_.redop == strataAvg)
+        kernels::divide(target, target, n / elem, plan_.dtype, uint64_t(plan_.nranks));
+      if (out) {
+        if (target != space.data) std::memcpy(space.data, target, n);
+        out->commitSend(n);
+      }
+      if (in) in->consumeRecv(n);
+      st.done += n;
+      moved = true;
+    }
+    return moved;
+  }
+
+  void drain(const std::vector<int>& peers) {
+    for (int p : peers) {
+      if (p == comm_.rank()) continue;
+      Channel& ch = comm_.channel(p);
+      while (ch.sendPending()) {
+        if (ch.progress()) {
+          waiter_.progressed();
+        } else {
+          waiter_.idle([&] { return format("sending the last bytes to rank %d", p); });
+        }
+      }
+    }
+  }
+
+  std::string describeWait(const Phase& ph) const {
+    std::string s = format("in %s (%s): waiting for", plan_.ops.empty() ? "?" : plan_.ops[0].describe().c_str(),
+                           plan_.algorithm.c_str());
+    for (uint32_t i = 0; i < ph.count; ++i) {
+      if (states_[i].finished) continue;
+      const Flow& f = plan_.flows[ph.first + i];
+      if (f.kind == FlowKind::kRecv) s += format(" data from rank %d;", f.peer);
+      if (f.kind == FlowKind::kSend) s += format(" rank %d to take data;", f.peer);
+      if (f.forwardPeer >= 0) s += format(" rank %d to take data;", f.forwardPeer);
+    }
+    return s + " (that rank never called it, or is stuck)";
+  }
+
+  LinkSet& comm_;
+  const Plan& plan_;
+  const Buffers& bufs_;
+  Waiter waiter_;
+  uint8_t* scratch_ = nullptr;
+  std::vector<FlowState> states_;
+};
+
+}  // namespace
+
+void executePlan(LinkSet& comm, const Plan& plan, const Buffers& buffers) {
+  PlanRunner(comm, plan, buffers).run();
+}
+
+}  // namespace strata

@@ -1,0 +1,26 @@
+// Runs a Plan on one rank: connects the links it needs, then runs its phases
+// in order, progressing all flows of a phase fragment by fragment (so that
+// receiving, reducing and forwarding overlap), checking each operation's
+// descriptor against the peer's, and finally drains buffered sends.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "algo/plan.h"
+#include "algo/select.h"
+
+namespace strata {
+
+class LinkSet;
+
+// Where a plan's buffer references point.
+struct Buffers {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  const std::vector<P2POp>* p2p = nullptr;  // for p2p plans: per-op buffers
+};
+
+void executePlan(LinkSet& comm, const Plan& plan, const Buffers& buffers);
+
+}  // namespace strata

@@ -1,0 +1,32 @@
+// What the executor needs from its surroundings: this rank's identity, links
+// to peers (made on demand), scratch memory and the timeout. The communicator
+// implements it over real transports; unit tests implement it over in-memory
+// channels to run plans for many ranks in one process.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "transports/transport.h"
+
+namespace strata {
+
+class LinkSet {
+ public:
+  virtual ~LinkSet() = default;
+  virtual int rank() const = 0;
+  virtual int timeoutMs() const = 0;
+  // Makes sure links to `peers` exist; throws on failure.
+  virtual void connect(const std::vector<int>& peers) = 0;
+  virtual Channel& channel(int peer) = 0;
+  // Every link made so far (polled for liveness while waiting).
+  virtual const std::vector<Channel*>& links() const = 0;
+  virtual uint8_t* scratch(size_t bytes) = 0;
+  // Bytes a link buffers in each direction before the receiver must consume
+  // (the smallest over the transports this set may use). Ring plans send a
+  // whole slice before receiving, so slices must fit: see pipelineSliceBytes.
+  virtual size_t linkCapacity() const = 0;
+};
+
+}  // namespace strata

@@ -1,0 +1,51 @@
+#include "exec/waiter.h"
+
+#include <poll.h>
+#include <sched.h>
+
+#include <vector>
+
+#include "bootstrap/socket.h"
+#include "exec/link_set.h"
+#include "core/error.h"
+
+namespace strata {
+
+namespace {
+constexpr uint64_t kSpins = 64;
+constexpr int64_t kLivenessPeriodUs = 1000;
+constexpr int64_t kSleepAfterUs = 2000;
+}  // namespace
+
+void Waiter::pollLinks(int timeoutMs) {
+  const auto& links = comm_.links();
+  std::vector<pollfd> fds;
+  fds.reserve(links.size());
+  for (Channel* ch : links) fds.push_back({ch->pollFd(), POLLIN, 0});
+  int rc = ::poll(fds.data(), fds.size(), timeoutMs);
+  if (rc <= 0) return;
+  for (size_t i = 0; i < fds.size(); ++i)
+    if (fds[i].revents) links[i]->onReadable();
+}
+
+void Waiter::idle(const std::function<std::string()>& describe) {
+  if (idleCount_++ == 0) idleSinceUs_ = nowUs();
+  if (idleCount_ < kSpins) {
+    __builtin_ia32_pause();
+    return;
+  }
+  for (Channel* ch : comm_.links()) ch->progress();
+  int64_t now = nowUs();
+  int64_t idleUs = now - idleSinceUs_;
+  if (idleUs / 1000 >= timeoutMs_)
+    fail(strataTimeout, "rank %d timed out after %d ms %s", comm_.rank(), timeoutMs_,
+         describe().c_str());
+  if (now - lastPollUs_ >= kLivenessPeriodUs) {
+    lastPollUs_ = now;
+    pollLinks(idleUs >= kSleepAfterUs ? 1 : 0);
+  } else {
+    sched_yield();
+  }
+}
+
+}  // namespace strata

@@ -1,0 +1,99 @@
+// Every CPU kernel (dtype x op) against the float64 / exact-integer reference,
+// on random inputs, odd counts, unaligned pointers and in place.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/cpu/reduce.h"
+#include "support/reference.h"
+
+namespace strata {
+namespace {
+
+using test::elemSize;
+
+struct KernelCase {
+  strataDataType_t dtype;
+  strataRedOp_t op;
+};
+
+class KernelTest : public ::testing::TestWithParam<KernelCase> {};
+
+TEST_P(KernelTest, MatchesReferenceOnOddCountsAndUnalignedBuffers) {
+  const auto [dtype, op] = GetParam();
+  const strataRedOp_t kernelOp = op == strataAvg ? strataSum : op;
+  const size_t e = elemSize(dtype);
+  for (size_t count : {size_t(0), size_t(1), size_t(7), size_t(1023), size_t(4099), size_t(65537)}) {
+    for (size_t misalign : {size_t(0), size_t(1), size_t(3)}) {
+      std::vector<uint8_t> a(count * e + 8), b(count * e + 8), out(count * e + 8, 0xAB);
+      uint8_t* pa = a.data() + misalign;
+      uint8_t* pb = b.data() + (misalign * 2) % 5;
+      uint8_t* po = out.data() + (misalign + 1) % 4;
+      test::fillRandom(dtype, op, pa, count, count * 31 + misalign);
+      test::fillRandom(dtype, op, pb, count, count * 17 + misalign + 1);
+      kernels::reduce(po, pa, pb, count, dtype, kernelOp);
+      if (op == strataAvg) kernels::divide(po, po, count, dtype, 2);
+      std::string first;
+      size_t bad = test::checkReduced(dtype, op, po, {pa, pb}, 0, count, &first);
+      EXPECT_EQ(bad, 0u) << dtypeName(dtype) << " " << redOpName(op) << " count " << count
+                         << " misalign " << misalign << ": " << first;
+      // In place: out aliases the first input.
+      std::vector<uint8_t> copy(pa, pa + count * e);
+      kernels::reduce(pa, pa, pb, count, dtype, kernelOp);
+      if (op == strataAvg) kernels::divide(pa, pa, count, dtype, 2);
+      bad = test::checkReduced(dtype, op, pa, {copy.data(), pb}, 0, count, &first);
+      EXPECT_EQ(bad, 0u) << "in place: " << first;
+    }
+  }
+}
+
+std::vector<KernelCase> allCases() {
+  std::vector<KernelCase> v;
+  for (int t = 0; t < strataNumTypes; ++t)
+    for (int op = 0; op < strataNumOps; ++op) v.push_back({strataDataType_t(t), strataRedOp_t(op)});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypesAndOps, KernelTest, ::testing::ValuesIn(allCases()),
+                         [](const auto& info) {
+                           return std::string(dtypeName(info.param.dtype)) + "_" +
+                                  redOpName(info.param.op);
+                         });
+
+TEST(KernelDivide, IntegerAverageTruncatesTowardZero) {
+  int32_t v[4] = {-7, 7, -1, 5};
+  kernels::divide(v, v, 4, strataInt32, 2);
+  EXPECT_EQ(v[0], -3);
+  EXPECT_EQ(v[1], 3);
+  EXPECT_EQ(v[2], 0);
+  EXPECT_EQ(v[3], 2);
+}
+
+TEST(KernelReduce, Float16RoundsEachStepInFloat32) {
+  // 2048 + 1 is not representable in float16: the sum rounds to even (2048).
+  uint16_t a = kernels::floatToHalf(2048.0f), b = kernels::floatToHalf(1.0f), out = 0;
+  kernels::reduce(&out, &a, &b, 1, strataFloat16, strataSum);
+  EXPECT_EQ(kernels::halfToFloat(out), 2048.0f);
+  uint16_t c = kernels::floatToHalf(3.0f);
+  kernels::reduce(&out, &a, &c, 1, strataFloat16, strataSum);
+  EXPECT_EQ(kernels::halfToFloat(out), 2052.0f);
+}
+
+TEST(KernelReduce, NaNPropagatesThroughMaxAndMin) {
+  float a[2] = {std::nanf(""), 1.0f}, b[2] = {1.0f, std::nanf("")}, out[2];
+  kernels::reduce(out, a, b, 2, strataFloat32, strataMax);
+  EXPECT_TRUE(std::isnan(out[0]) && std::isnan(out[1]));
+  kernels::reduce(out, a, b, 2, strataFloat32, strataMin);
+  EXPECT_TRUE(std::isnan(out[0]) && std::isnan(out[1]));
+}
+
+TEST(KernelDispatch, PicksAVectorVariantOnThisCpu) {
+  std::string isa = kernels::isaName();
+  EXPECT_TRUE(isa == "avx512" || isa == "avx2" || isa == "generic") << isa;
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,72 @@
+// Shared pieces of the transport layer: the default trySend, frame codecs and
+// the registry of transports.
+#include <cstring>
+
+#include "core/error.h"
+#include "transports/shm/shm_transport.h"
+#include "transports/tcp/tcp_transport.h"
+#include "transports/transport.h"
+
+namespace strata {
+
+size_t Channel::trySend(const void* src, size_t n) {
+  Span s = acquireSend(n);
+  if (s.size == 0) return 0;
+  std::memcpy(s.data, src, s.size);
+  commitSend(s.size);
+  return s.size;
+}
+
+void encodeFrameHeader(FrameType type, uint32_t length, uint8_t out[kFrameHeaderBytes]) {
+  uint32_t t = uint32_t(type);
+  std::memcpy(out, &t, 4);
+  std::memcpy(out + 4, &length, 4);
+}
+
+std::string encodeAbortFrame(strataResult_t code, const std::string& message) {
+  std::string text = message.substr(0, kMaxAbortBytes - 4);
+  uint32_t len = uint32_t(4 + text.size());
+  std::string frame(kFrameHeaderBytes + len, '\0');
+  encodeFrameHeader(FrameType::kAbort, len, reinterpret_cast<uint8_t*>(frame.data()));
+  uint32_t c = uint32_t(code);
+  std::memcpy(&frame[kFrameHeaderBytes], &c, 4);
+  std::memcpy(&frame[kFrameHeaderBytes + 4], text.data(), text.size());
+  return frame;
+}
+
+bool decodeAbortPayload(const uint8_t* p, size_t n, strataResult_t* code, std::string* message) {
+  if (n < 4 || n > kMaxAbortBytes) return false;
+  uint32_t c;
+  std::memcpy(&c, p, 4);
+  if (c == 0 || c >= strataNumResults) return false;
+  *code = strataResult_t(c);
+  message->assign(reinterpret_cast<const char*>(p + 4), n - 4);
+  return true;
+}
+
+namespace {
+
+struct Registry {
+  ShmTransport shm;
+  TcpTransport tcp;
+  const Transport* ranked[2] = {&shm, &tcp};
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+}  // namespace
+
+const Transport& transportAt(uint32_t id) { return *registry().ranked[id]; }
+
+uint32_t chooseTransport(const LinkContext& ctx) {
+  Registry& r = registry();
+  for (uint32_t i = 0; i < 2; ++i)
+    if (r.ranked[i]->usable(ctx)) return i;
+  fail(strataInvalidUsage, "no transport can reach rank %d from rank %d (STRATA_TRANSPORT=%s)",
+       ctx.peer, ctx.rank, ctx.config->transport.c_str());
+}
+
+}  // namespace strata

@@ -1,0 +1,70 @@
+#include "transports/liveness.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+#include "transports/transport.h"
+
+namespace strata {
+
+void LivenessSocket::onReadable() {
+  if (closed_) return throwIfGone();
+  uint8_t buf[4096];
+  for (;;) {
+    ssize_t r = ::recv(fd_.get(), buf, sizeof(buf), MSG_DONTWAIT);
+    if (r > 0) {
+      inbox_.append(reinterpret_cast<char*>(buf), size_t(r));
+      continue;
+    }
+    if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) closed_ = true;
+    break;
+  }
+  while (inbox_.size() >= kFrameHeaderBytes) {
+    uint32_t type, len;
+    std::memcpy(&type, inbox_.data(), 4);
+    std::memcpy(&len, inbox_.data() + 4, 4);
+    if (type != uint32_t(FrameType::kAbort) || len > kMaxAbortBytes) {
+      closed_ = true;
+      abortCode_ = strataRemoteError;
+      abortMessage_ = format("rank %d sent an invalid control frame (type %u, length %u)", peer_,
+                             type, len);
+      throwAbort();
+    }
+    if (inbox_.size() < kFrameHeaderBytes + len) break;
+    strataResult_t code;
+    std::string msg;
+    if (!decodeAbortPayload(reinterpret_cast<const uint8_t*>(inbox_.data()) + kFrameHeaderBytes,
+                            len, &code, &msg)) {
+      code = strataRemoteError;
+      msg = "(malformed abort message)";
+    }
+    abortCode_ = code;
+    abortMessage_ = msg;
+    closed_ = true;
+    throwAbort();
+  }
+}
+
+void LivenessSocket::throwAbort() const {
+  throw Error(abortCode_, format("rank %d aborted: %s", peer_, abortMessage_.c_str()));
+}
+
+void LivenessSocket::throwIfGone() const {
+  if (abortCode_ != strataSuccess) throwAbort();
+  if (closed_)
+    fail(strataRemoteError, "rank %d closed its connection (the process exited or was killed)",
+         peer_);
+}
+
+void LivenessSocket::sendAbort(strataResult_t code, const std::string& message) noexcept {
+  if (!fd_) return;
+  std::string frame = encodeAbortFrame(code, message);
+  (void)::send(fd_.get(), frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  ::shutdown(fd_.get(), SHUT_RDWR);
+  closed_ = true;
+}
+
+}  // namespace strata

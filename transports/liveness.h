@@ -1,0 +1,33 @@
+// The liveness line of a link whose data flows elsewhere (shm): a socket that
+// carries nothing but ABORT frames and, when the peer process ends, EOF.
+#pragma once
+
+#include <string>
+
+#include "bootstrap/socket.h"
+#include "strata/strata.h"
+
+namespace strata {
+
+class LivenessSocket {
+ public:
+  LivenessSocket(Fd fd, int peer) : fd_(std::move(fd)), peer_(peer) {}
+  int fd() const { return fd_.get(); }
+  // Reads what arrived. Throws the peer's error on a complete ABORT frame.
+  void onReadable();
+  // Throws if the peer is gone or aborted (call when it is needed and silent).
+  void throwIfGone() const;
+  bool gone() const { return closed_; }
+  void sendAbort(strataResult_t code, const std::string& message) noexcept;
+
+ private:
+  [[noreturn]] void throwAbort() const;
+  Fd fd_;
+  int peer_;
+  bool closed_ = false;
+  std::string inbox_;  // partial frame bytes
+  strataResult_t abortCode_ = strataSuccess;
+  std::string abortMessage_;
+};
+
+}  // namespace strata

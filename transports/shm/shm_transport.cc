@@ -1,0 +1,184 @@
+#include "transports/shm/shm_transport.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "transports/liveness.h"
+#include "transports/shm/shm_ring.h"
+
+namespace strata {
+
+ShmSegment::~ShmSegment() {
+  if (base_) munmap(base_, bytes_);
+}
+
+void ShmSegment::create(const char* name, size_t slotBytes, int slots) {
+  bytes_ = kShmHeaderBytes + slotBytes * size_t(slots);
+  int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) fail(strataSystemError, "shm_open(%s) failed: %s", name, std::strerror(errno));
+  if (ftruncate(fd, off_t(bytes_)) != 0) {
+    int e = errno;
+    ::close(fd);
+    shm_unlink(name);
+    fail(strataSystemError, "cannot size shared memory %s to %zu bytes: %s", name, bytes_,
+         std::strerror(e));
+  }
+  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (base_ == MAP_FAILED) {
+    base_ = nullptr;
+    shm_unlink(name);
+    failErrno("mmap(shm inbox)");
+  }
+  ShmRingHeader* h = new (base_) ShmRingHeader();
+  h->produced.store(0);
+  h->consumed.store(0);
+  h->slotBytes = slotBytes;
+  h->slots = uint32_t(slots);
+}
+
+void ShmSegment::open(const char* name) {
+  int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) fail(strataSystemError, "cannot open the peer's shared memory %s: %s", name, std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || size_t(st.st_size) < kShmHeaderBytes) {
+    ::close(fd);
+    fail(strataSystemError, "the peer's shared memory %s is too small", name);
+  }
+  bytes_ = size_t(st.st_size);
+  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (base_ == MAP_FAILED) {
+    base_ = nullptr;
+    failErrno("mmap(peer shm inbox)");
+  }
+  ShmRingHeader* h = header();
+  if (h->slots < 2 || h->slots > kMaxShmSlots ||
+      kShmHeaderBytes + h->slotBytes * h->slots > bytes_)
+    fail(strataSystemError, "the peer's shared memory %s has an invalid layout", name);
+}
+
+namespace {
+
+class ShmChannel : public Channel {
+ public:
+  ShmChannel(std::unique_ptr<ShmSegment> inbox, std::unique_ptr<ShmSegment> outbox, Fd socket,
+             int peer)
+      : inbox_(std::move(inbox)), outbox_(std::move(outbox)), live_(std::move(socket), peer) {}
+
+  const char* transportName() const override { return "shm"; }
+
+  Span acquireSend(size_t maxBytes) override {
+    ShmRingHeader* h = outbox_->header();
+    if (produced_ - h->consumed.load(std::memory_order_acquire) >= h->slots) {
+      if (live_.gone()) live_.throwIfGone();
+      return {};
+    }
+    return {outbox_->slot(produced_), maxBytes < h->slotBytes ? maxBytes : size_t(h->slotBytes)};
+  }
+
+  void commitSend(size_t bytes) override {
+    ShmRingHeader* h = outbox_->header();
+    h->lengths[produced_ % h->slots] = uint32_t(bytes);
+    h->produced.store(++produced_, std::memory_order_release);
+  }
+
+  ConstSpan peekRecv() override {
+    ShmRingHeader* h = inbox_->header();
+    if (consumed_ == h->produced.load(std::memory_order_acquire)) {
+      if (live_.gone()) {
+        // The peer may have published its last packet before closing: look once more.
+        if (consumed_ == h->produced.load(std::memory_order_acquire)) live_.throwIfGone();
+      } else {
+        return {};
+      }
+    }
+    uint32_t len = h->lengths[consumed_ % h->slots];
+    return {inbox_->slot(consumed_) + offset_, len - offset_};
+  }
+
+  void consumeRecv(size_t n) override {
+    ShmRingHeader* h = inbox_->header();
+    offset_ += n;
+    if (offset_ >= h->lengths[consumed_ % h->slots]) {
+      offset_ = 0;
+      h->consumed.store(++consumed_, std::memory_order_release);
+    }
+  }
+
+  bool progress() override { return false; }
+  int pollFd() const override { return live_.fd(); }
+  void onReadable() override { live_.onReadable(); }
+  void sendAbort(strataResult_t code, const std::string& message) noexcept override {
+    live_.sendAbort(code, message);
+  }
+
+ private:
+  std::unique_ptr<ShmSegment> inbox_, outbox_;
+  LivenessSocket live_;
+  uint64_t produced_ = 0;  // packets written to the peer's inbox
+  uint64_t consumed_ = 0;  // packets consumed from our inbox
+  size_t offset_ = 0;      // bytes consumed of the current packet
+};
+
+class ShmPendingLink : public PendingLink {
+ public:
+  ShmPendingLink(std::unique_ptr<ShmSegment> inbox, std::string name, int peer)
+      : inbox_(std::move(inbox)), name_(std::move(name)), peer_(peer) {}
+  ~ShmPendingLink() override {
+    if (inbox_) shm_unlink(name_.c_str());
+  }
+
+  std::unique_ptr<Channel> finish(Fd socket, const uint8_t peerBlob[kSetupBlobBytes]) override {
+    char peerName[kSetupBlobBytes + 1] = {0};
+    std::memcpy(peerName, peerBlob, kSetupBlobBytes);
+    auto outbox = std::make_unique<ShmSegment>();
+    outbox->open(peerName);
+    // Both sides have mapped (the peer mapped ours before replying, or we
+    // reply right after this): the names are no longer needed. Unlinking
+    // twice is harmless; a crash leaks at most the names of links in setup.
+    shm_unlink(peerName);
+    setNonBlocking(socket.get());
+    auto ch = std::make_unique<ShmChannel>(std::move(inbox_), std::move(outbox), std::move(socket), peer_);
+    return ch;
+  }
+
+ private:
+  std::unique_ptr<ShmSegment> inbox_;
+  std::string name_;
+  int peer_;
+};
+
+}  // namespace
+
+bool ShmTransport::usable(const LinkContext& ctx) const {
+  const std::string& forced = ctx.config->transport;
+  if (!forced.empty() && forced != "shm") return false;
+  return ctx.local.hostHash == ctx.remote.hostHash;
+}
+
+std::unique_ptr<PendingLink> ShmTransport::begin(const LinkContext& ctx,
+                                                 uint8_t blob[kSetupBlobBytes]) const {
+  static std::atomic<uint32_t> counter{0};
+  std::string name = format("/strata-%d-%llx-%d-%d-%u", int(getpid()),
+                            (unsigned long long)(ctx.commTag & 0xffffffffffull), ctx.rank,
+                            ctx.peer, counter.fetch_add(1));
+  if (name.size() >= kSetupBlobBytes) name.resize(kSetupBlobBytes - 1);
+  size_t slotBytes = (ctx.config->shmSlotBytes + 63) & ~size_t(63);
+  int slots = ctx.config->shmSlots > kMaxShmSlots ? kMaxShmSlots : ctx.config->shmSlots;
+  auto inbox = std::make_unique<ShmSegment>();
+  inbox->create(name.c_str(), slotBytes, slots);
+  std::memset(blob, 0, kSetupBlobBytes);
+  std::memcpy(blob, name.data(), name.size());
+  return std::make_unique<ShmPendingLink>(std::move(inbox), name, ctx.peer);
+}
+
+}  // namespace strata

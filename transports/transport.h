@@ -1,0 +1,116 @@
+// The seam between algorithms and bytes. A Channel is an ordered byte stream
+// to one peer in each direction, seen through four calls the executor needs:
+//   acquireSend/commitSend  write the next packet straight into transport
+//                           memory (the peer's shm slot, the TCP staging area)
+//                           so a reduction can produce its output there;
+//   peekRecv/consumeRecv    read received bytes where they landed, so a
+//                           reduction can consume them without a copy.
+// Packets are never merged: a peek returns bytes of one packet only, and
+// a packet the executor sends is a whole number of elements.
+//
+// Every Channel also owns the TCP socket the two ranks handshook on. It is the
+// liveness line: EOF means the peer process is gone, and an ABORT frame on it
+// carries the peer's error (code + sentence) so that every rank reports the
+// root cause, not just "connection lost". A gone peer is an error only when
+// this rank still needs it (data to read, space to write).
+//
+// A Transport makes Channels. Transports are picked per peer pair at run time
+// by the registry (registry.cc), ranked by capability: shm on one host, tcp
+// otherwise. Lock order: none; a Channel is used by one thread at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "bootstrap/socket.h"
+#include "bootstrap/wire.h"
+#include "core/config.h"
+
+namespace strata {
+
+struct Span {
+  uint8_t* data = nullptr;
+  size_t size = 0;
+};
+struct ConstSpan {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+};
+
+class Channel {
+ public:
+  virtual ~Channel() = default;
+  virtual const char* transportName() const = 0;
+
+  // Contiguous space for the next packet, at most maxBytes; empty when full.
+  virtual Span acquireSend(size_t maxBytes) = 0;
+  // Publishes `bytes` written into the last acquired span as one packet.
+  virtual void commitSend(size_t bytes) = 0;
+  // Sends up to n bytes from src (continuing the same packet across calls
+  // where the transport streams); returns how many were taken.
+  virtual size_t trySend(const void* src, size_t n);
+
+  // Received bytes of the current packet not yet consumed; empty if none yet.
+  // Throws strataRemoteError (or the peer's abort code) if none will come.
+  virtual ConstSpan peekRecv() = 0;
+  virtual void consumeRecv(size_t n) = 0;
+
+  // Pushes buffered I/O. Returns true if bytes moved.
+  virtual bool progress() = 0;
+  // Whether committed bytes still wait in this side's buffers (TCP staging).
+  virtual bool sendPending() const { return false; }
+  // The socket to poll for readability (data, ABORT frames, EOF).
+  virtual int pollFd() const = 0;
+  // Called when pollFd() is readable: absorbs what arrived; throws on ABORT.
+  virtual void onReadable() = 0;
+  // Best effort: tells the peer this rank failed with `code` and `message`,
+  // then closes the liveness socket. Never throws.
+  virtual void sendAbort(strataResult_t code, const std::string& message) noexcept = 0;
+};
+
+// What a transport knows about the link it is building.
+struct LinkContext {
+  int rank = 0, peer = 0, nranks = 0;
+  RankInfo local, remote;
+  uint64_t commTag = 0;  // distinguishes communicators in resource names
+  const Config* config = nullptr;
+};
+
+constexpr size_t kSetupBlobBytes = 64;
+
+// A link under construction: local resources exist, the peer's are unknown.
+class PendingLink {
+ public:
+  virtual ~PendingLink() = default;
+  // Completes the link with the peer's setup blob; `socket` is handshaken.
+  virtual std::unique_ptr<Channel> finish(Fd socket, const uint8_t peerBlob[kSetupBlobBytes]) = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  virtual bool usable(const LinkContext& ctx) const = 0;
+  // Allocates this side's resources and fills the blob the peer needs.
+  virtual std::unique_ptr<PendingLink> begin(const LinkContext& ctx,
+                                             uint8_t blob[kSetupBlobBytes]) const = 0;
+};
+
+// The registry: transports ranked best first. Returns the index of the first
+// usable one (the same on both sides, since both see the same rank table).
+const Transport& transportAt(uint32_t id);
+uint32_t chooseTransport(const LinkContext& ctx);
+
+// Frames on the liveness / TCP socket: 8-byte header then payload.
+enum class FrameType : uint32_t { kData = 1, kAbort = 2 };
+constexpr size_t kFrameHeaderBytes = 8;
+constexpr uint32_t kMaxAbortBytes = 4096;
+void encodeFrameHeader(FrameType type, uint32_t length, uint8_t out[kFrameHeaderBytes]);
+// Builds a whole ABORT frame (header, code, sentence truncated to fit).
+std::string encodeAbortFrame(strataResult_t code, const std::string& message);
+// Parses an ABORT frame's payload (after the header); false if malformed.
+bool decodeAbortPayload(const uint8_t* p, size_t n, strataResult_t* code, std::string* message);
+
+}  // namespace strata
