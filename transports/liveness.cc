@@ -11,7 +11,9 @@
 namespace strata {
 
 void LivenessSocket::onReadable() {
-  if (closed_) return throwIfGone();
+  // EOF alone is not an error: a peer that finished its part may exit. It
+  // becomes one only when this rank still needs that peer (throwIfGone).
+  if (closed_) return;
   uint8_t buf[4096];
   for (;;) {
     ssize_t r = ::recv(fd_.get(), buf, sizeof(buf), MSG_DONTWAIT);

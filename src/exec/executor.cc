@@ -118,7 +118,7 @@ class PlanRunner {
                            "operation header (rank %d is running a different operation)",
            comm_.rank(), mine.describe().c_str(), f.peer, f.peer);
     if (!descMatches(mine, theirs))
-      fail(strataMismatch, "collective mismatch: rank %d called %s but rank %d called %s",
+      fail(strataMismatch, "mismatch: rank %d called %s but rank %d called %s",
            comm_.rank(), mine.describe().c_str(), f.peer, theirs.describe().c_str());
     ch.consumeRecv(kOpDescBytes);
     st.descChecked = true;

@@ -12,6 +12,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "exec/executor.h"
+#include "support/collective_check.h"
 #include "support/mem_links.h"
 #include "support/reference.h"
 
@@ -29,15 +30,13 @@ std::string caseName(const PlanCase& c) {
          (c.inPlace ? "_inplace" : "");
 }
 
-bool isBlockSend(Coll c) { return c == Coll::kReduceScatter || c == Coll::kAllToAll; }
-bool isBlockRecv(Coll c) { return c == Coll::kAllGather || c == Coll::kAllToAll; }
 
 // Runs one collective on n threads; returns "" or the first problem found.
 std::string runCase(const PlanCase& pc, int n, size_t count, strataDataType_t dtype,
                     strataRedOp_t op, int root) {
   const size_t e = test::elemSize(dtype);
-  const size_t sendElems = isBlockSend(pc.coll) ? count * size_t(n) : count;
-  const size_t recvElems = isBlockRecv(pc.coll) ? count * size_t(n) : count;
+  const size_t sendElems = test::sendsBlocks(pc.coll) ? count * size_t(n) : count;
+  const size_t recvElems = test::recvsBlocks(pc.coll) ? count * size_t(n) : count;
   std::vector<std::vector<uint8_t>> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
   std::vector<const void*> inputs;
   for (int r = 0; r < n; ++r) {
@@ -101,35 +100,10 @@ std::string runCase(const PlanCase& pc, int n, size_t count, strataDataType_t dt
   for (auto& t : threads) t.join();
   for (int r = 0; r < n; ++r)
     if (!errors[size_t(r)].empty()) return format("rank %d threw: %s", r, errors[size_t(r)].c_str());
-  std::string first;
   for (int r = 0; r < n; ++r) {
-    const uint8_t* o = out[size_t(r)].data();
-    size_t bad = 0;
-    switch (pc.coll) {
-      case Coll::kAllReduce: bad = test::checkReduced(dtype, op, o, inputs, 0, count, &first); break;
-      case Coll::kReduce:
-        if (r == root) bad = test::checkReduced(dtype, op, o, inputs, 0, count, &first);
-        break;
-      case Coll::kReduceScatter:
-        bad = test::checkReduced(dtype, op, o, inputs, size_t(r) * count, count, &first);
-        break;
-      case Coll::kAllGather:
-        for (int p = 0; p < n; ++p)
-          if (std::memcmp(o + size_t(p) * count * e, inputs[size_t(p)], count * e)) ++bad, first = format("block %d", p);
-        break;
-      case Coll::kBroadcast:
-        if (std::memcmp(o, inputs[size_t(root)], count * e)) ++bad, first = "payload differs from root's";
-        break;
-      case Coll::kAllToAll:
-        for (int p = 0; p < n; ++p)
-          if (std::memcmp(o + size_t(p) * count * e,
-                          static_cast<const uint8_t*>(inputs[size_t(p)]) + size_t(r) * count * e, count * e))
-            ++bad, first = format("block from rank %d", p);
-        break;
-      default: break;
-    }
-    if (bad) return format("rank %d: %zu wrong (%s)", r, bad, first.c_str());
-    if (pc.coll == Coll::kAllReduce && std::memcmp(o, out[0].data(), count * e))
+    std::string err = test::checkOutput(pc.coll, dtype, op, n, r, root, count, inputs, out[size_t(r)].data());
+    if (!err.empty()) return format("rank %d: %s", r, err.c_str());
+    if (pc.coll == Coll::kAllReduce && std::memcmp(out[size_t(r)].data(), out[0].data(), count * e))
       return format("rank %d's result is not bitwise identical to rank 0's", r);
   }
   return "";

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what strata needs on a Debian machine, idempotently: only missing
+# packages are installed, so a second run takes a second.
+# Usage: scripts/setup.sh [test|bench]   (bench adds Open MPI and iperf3)
+set -euo pipefail
+want=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev iproute2)
+if [ "${1:-test}" = bench ]; then
+  want+=(libopenmpi-dev openmpi-bin iperf3 libhwloc-dev)
+fi
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi

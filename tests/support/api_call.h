@@ -1,0 +1,23 @@
+// Calls the public C API for a collective given as a Coll (test convenience).
+#pragma once
+
+#include "algo/plan.h"
+#include "strata/strata.h"
+
+namespace strata::test {
+
+inline strataResult_t callCollective(Coll coll, const void* send, void* recv, size_t count,
+                                     strataDataType_t t, strataRedOp_t op, int root,
+                                     strataComm_t comm) {
+  switch (coll) {
+    case Coll::kAllReduce: return strataAllReduce(send, recv, count, t, op, comm, nullptr);
+    case Coll::kReduceScatter: return strataReduceScatter(send, recv, count, t, op, comm, nullptr);
+    case Coll::kAllGather: return strataAllGather(send, recv, count, t, comm, nullptr);
+    case Coll::kBroadcast: return strataBroadcast(send, recv, count, t, root, comm, nullptr);
+    case Coll::kReduce: return strataReduce(send, recv, count, t, op, root, comm, nullptr);
+    case Coll::kAllToAll: return strataAllToAll(send, recv, count, t, comm, nullptr);
+    default: return strataInvalidArgument;
+  }
+}
+
+}  // namespace strata::test

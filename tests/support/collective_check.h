@@ -1,0 +1,21 @@
+// The oracle for one rank's output of any collective, shared by the
+// in-memory plan tests and the multi-process tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "algo/plan.h"
+
+namespace strata::test {
+
+bool sendsBlocks(Coll c);  // send buffer holds one block per rank
+bool recvsBlocks(Coll c);  // receive buffer holds one block per rank
+
+// Checks `out` (rank `rank`'s receive buffer) given every rank's input.
+// Returns "" or a sentence describing the first problem.
+std::string checkOutput(Coll coll, strataDataType_t dtype, strataRedOp_t op, int nranks, int rank,
+                        int root, size_t count, const std::vector<const void*>& inputs,
+                        const void* out);
+
+}  // namespace strata::test
