@@ -51,7 +51,7 @@ void LivenessSocket::onReadable() {
 }
 
 void LivenessSocket::throwAbort() const {
-  throw Error(abortCode_, format("rank %d aborted: %s", peer_, abortMessage_.c_str()));
+  throw PeerAbort(abortCode_, format("rank %d aborted: %s", peer_, abortMessage_.c_str()));
 }
 
 void LivenessSocket::throwIfGone() const {

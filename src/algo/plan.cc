@@ -85,6 +85,16 @@ Flow& Plan::add(const Flow& f) {
   return flows.back();
 }
 
+void Plan::seal() {
+  markDescriptors();
+  std::set<int> all;
+  for (const Flow& f : flows) {
+    if (f.peer >= 0) all.insert(f.peer);
+    if (f.forwardPeer >= 0) all.insert(f.forwardPeer);
+  }
+  peers.assign(all.begin(), all.end());
+}
+
 void Plan::markDescriptors() {
   std::set<std::tuple<uint16_t, int, int>> seen;  // (op, peer, 0=send / 1=recv)
   for (Flow& f : flows) {

@@ -87,8 +87,13 @@ struct Plan {
   // Starts a new phase; following add() calls put flows in it.
   void beginPhase();
   Flow& add(const Flow& f);
+  // Every peer the plan talks to (filled by seal()).
+  std::vector<int> peers;
+
   // Marks the first flow per (op, peer, direction) to carry the descriptor.
   void markDescriptors();
+  // Call once the flows are final: marks descriptors and collects peers.
+  void seal();
 };
 
 // Inputs every algorithm needs.

@@ -57,7 +57,7 @@ Plan buildCollectivePlan(const CollArgs& args, const OpDesc& desc, const Config&
   Candidate c = choose(args, config);
   plan.algorithm = c.name;
   c.build(args, plan);
-  plan.markDescriptors();
+  plan.seal();
   return plan;
 }
 
@@ -102,7 +102,7 @@ Plan buildP2PPlan(const std::vector<P2POp>& ops, int rank, int nranks) {
            rank, sb, rb);
     plan.add(copyFlow(Ref{Buf::kSend, selfSends[k]}, Ref{Buf::kRecv, selfRecvs[k]}, sb));
   }
-  plan.markDescriptors();
+  plan.seal();
   // Every p2p flow carries its own descriptor (each op is its own message).
   for (Flow& f : plan.flows) {
     if (f.kind == FlowKind::kSend) f.sendsDesc = true;

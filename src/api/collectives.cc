@@ -4,6 +4,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "algo/plan_cache.h"
 #include "exec/executor.h"
 
 namespace strata {
@@ -113,8 +114,11 @@ void runCollective(Request& r) {
     a.redop = d.redop = strataMax;
     bufs = Buffers{&barrierIn, &barrierOut, nullptr};
   }
-  Plan plan = buildCollectivePlan(a, d, c.config());
-  executePlan(c, plan, bufs);
+  PlanKey key{a.coll, a.count, a.dtype, a.redop, a.root, a.inPlace};
+  Plan* plan = c.plans().find(key);
+  if (!plan) plan = c.plans().insert(key, buildCollectivePlan(a, d, c.config()));
+  plan->ops[0].seq = d.seq;
+  executePlan(c, *plan, bufs);
 }
 
 void runP2P(Comm& comm, const std::vector<Request>& reqs) {

@@ -1,5 +1,6 @@
 #include "api/entry.h"
 
+#include <atomic>
 #include <mutex>
 #include <unordered_set>
 
@@ -12,10 +13,15 @@ namespace {
 
 thread_local std::string tlsLastError = "no error";
 
+// The live set, plus a generation bumped on every change so that a thread can
+// trust the handle it validated last without taking the lock again.
 struct CommRegistry {
   std::mutex mu;
   std::unordered_set<Comm*> live;
+  std::atomic<uint64_t> generation{1};
 };
+thread_local Comm* tlsLastComm = nullptr;
+thread_local uint64_t tlsLastGeneration = 0;
 CommRegistry& registry() {
   static CommRegistry* r = new CommRegistry();  // outlives static destructors
   return *r;
@@ -34,18 +40,26 @@ const char* threadLastError() { return tlsLastError.c_str(); }
 void registerComm(Comm* c) {
   std::lock_guard<std::mutex> lock(registry().mu);
   registry().live.insert(c);
+  registry().generation.fetch_add(1);
 }
 
 void unregisterComm(Comm* c) {
   std::lock_guard<std::mutex> lock(registry().mu);
   registry().live.erase(c);
+  registry().generation.fetch_add(1);
 }
 
 Comm* liveComm(strataComm_t handle, const char* fn) {
   if (!handle) fail(strataInvalidArgument, "%s: the communicator is NULL", fn);
   Comm* c = reinterpret_cast<Comm*>(handle);
+  uint64_t gen = registry().generation.load(std::memory_order_acquire);
+  if (c == tlsLastComm && gen == tlsLastGeneration) return c;
   std::lock_guard<std::mutex> lock(registry().mu);
-  if (!registry().live.count(c))
+  tlsLastComm = nullptr;
+  if (registry().live.count(c)) {
+    tlsLastComm = c;
+    tlsLastGeneration = registry().generation.load();
+  } else
     fail(strataInvalidArgument, "%s: %p is not a live communicator (destroyed, aborted, or never created)",
          fn, static_cast<void*>(handle));
   return c;

@@ -12,6 +12,7 @@
 
 #include "bootstrap/socket.h"
 #include "bootstrap/wire.h"
+#include "algo/plan_cache.h"
 #include "core/config.h"
 #include "exec/link_set.h"
 #include "transports/transport.h"
@@ -31,6 +32,7 @@ class Comm : public LinkSet {
   int nranks() const { return nranks_; }
   const Config& config() const { return config_; }
   uint64_t nextSeq() { return ++collSeq_; }
+  PlanCache& plans() { return plans_; }
 
   // Makes sure links to `peers` exist (accepting any other peer that connects
   // meanwhile). Throws strataTimeout / strataRemoteError.
@@ -70,6 +72,7 @@ class Comm : public LinkSet {
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<Channel*> links_;
   uint64_t collSeq_ = 0;
+  PlanCache plans_;
   std::vector<uint8_t> scratch_;
   strataResult_t failCode_ = strataSuccess;
   std::string failMessage_;

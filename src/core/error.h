@@ -21,6 +21,13 @@ class Error : public std::runtime_error {
   strataResult_t code_;
 };
 
+// A peer's ABORT frame, rethrown here with its code. Callers that know what
+// this rank was waiting for add it, so a chain of waits names the culprit.
+class PeerAbort : public Error {
+ public:
+  using Error::Error;
+};
+
 // Formats like printf into a std::string.
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -30,14 +30,9 @@ class PlanRunner {
   }
 
   void run() {
-    std::vector<int> peers;
-    for (const Flow& f : plan_.flows) {
-      if (f.peer >= 0) peers.push_back(f.peer);
-      if (f.forwardPeer >= 0) peers.push_back(f.forwardPeer);
-    }
-    comm_.connect(peers);
+    comm_.connect(plan_.peers);
     for (const Phase& ph : plan_.phases) runPhase(ph);
-    drain(peers);
+    drain(plan_.peers);
   }
 
  private:
@@ -56,12 +51,22 @@ class PlanRunner {
   }
 
   void runPhase(const Phase& ph) {
-    states_.assign(ph.count, FlowState{});
+    states_.clear();
+    states_.resize(ph.count);
     for (uint32_t i = 0; i < ph.count; ++i) {
       const Flow& f = plan_.flows[ph.first + i];
       states_[i].src = f.src.valid() ? resolve(f.src) : nullptr;
       states_[i].dst = f.dst.valid() ? resolve(f.dst) : nullptr;
     }
+    try {
+      progressPhase(ph);
+    } catch (const PeerAbort& e) {
+      throw PeerAbort(e.code(), format("%s; meanwhile rank %d %s", e.what(), comm_.rank(),
+                                       describeWait(ph).c_str()));
+    }
+  }
+
+  void progressPhase(const Phase& ph) {
     uint32_t left = ph.count;
     while (left > 0) {
       bool moved = false;
@@ -125,11 +130,27 @@ class PlanRunner {
     return true;
   }
 
+  // Sends the descriptor together with the first fragment, in one packet.
+  bool sendDescAndFirst(Channel& ch, const Flow& f, FlowState& st) {
+    if (f.bytes == 0) return pushDesc(ch, f, st);
+    size_t first = std::min(f.bytes, kMaxFragment);
+    Span s = ch.acquireSend(kOpDescBytes + first);
+    if (s.size < kOpDescBytes) return false;
+    size_t n = std::min(first, s.size - kOpDescBytes);
+    n -= n % plan_.elemSize;
+    encodeOpDesc(plan_.ops[f.op], s.data);
+    std::memcpy(s.data + kOpDescBytes, st.src, n);
+    ch.commitSend(kOpDescBytes + n);
+    st.done = n;
+    st.descSent = true;
+    return true;
+  }
+
   bool stepSend(const Flow& f, FlowState& st) {
     Channel& ch = comm_.channel(f.peer);
     bool moved = false;
     if (f.sendsDesc && !st.descSent) {
-      if (!pushDesc(ch, f, st)) return false;
+      if (!sendDescAndFirst(ch, f, st)) return false;
       moved = true;
     }
     while (st.done < f.bytes) {
@@ -151,11 +172,13 @@ class PlanRunner {
       if (!checkDesc(*in, f, st)) return false;
       moved = true;
     }
-    if (out && f.sendsDesc && !st.descSent) {
+    if (out && f.sendsDesc && !st.descSent && f.bytes == 0) {
       if (!pushDesc(*out, f, st)) return moved;
       moved = true;
     }
     const size_t elem = plan_.elemSize;
+    // The descriptor rides in front of the first forwarded fragment.
+    size_t prefix = (out && f.sendsDesc && !st.descSent) ? kOpDescBytes : 0;
     while (st.done < f.bytes) {
       size_t n = std::min(f.bytes - st.done, kMaxFragment);
       const uint8_t* incoming = nullptr;
@@ -166,8 +189,9 @@ class PlanRunner {
       }
       Span space;
       if (out) {
-        space = out->acquireSend(n);
-        n = std::min(n, space.size);
+        space = out->acquireSend(prefix + n);
+        if (space.size < prefix) break;
+        n = std::min(n, space.size - prefix);
       }
       n -= n % elem;
       if (n == 0) break;
@@ -175,7 +199,8 @@ class PlanRunner {
         st.done = f.bytes;
         return true;
       }
-      uint8_t* target = st.dst ? st.dst + st.done : space.data;
+      uint8_t* fwd = out ? space.data + prefix : nullptr;
+      uint8_t* target = st.dst ? st.dst + st.done : fwd;
       const uint8_t* local = st.src ? st.src + st.done : nullptr;
       if (in && f.reduce) {
         kernels::reduce(target, local, incoming, n / elem, plan_.dtype, plan_.redop);
@@ -186,8 +211,11 @@ class PlanRunner {
       if (f.finalize && plan_.redop == strataAvg)
         kernels::divide(target, target, n / elem, plan_.dtype, uint64_t(plan_.nranks));
       if (out) {
-        if (target != space.data) std::memcpy(space.data, target, n);
-        out->commitSend(n);
+        if (target != fwd) std::memcpy(fwd, target, n);
+        if (prefix) encodeOpDesc(plan_.ops[f.op], space.data);
+        out->commitSend(prefix + n);
+        st.descSent = true;
+        prefix = 0;
       }
       if (in) in->consumeRecv(n);
       st.done += n;
@@ -211,7 +239,7 @@ class PlanRunner {
   }
 
   std::string describeWait(const Phase& ph) const {
-    std::string s = format("in %s (%s): waiting for", plan_.ops.empty() ? "?" : plan_.ops[0].describe().c_str(),
+    std::string s = format("was in %s (%s) waiting for", plan_.ops.empty() ? "?" : plan_.ops[0].describe().c_str(),
                            plan_.algorithm.c_str());
     for (uint32_t i = 0; i < ph.count; ++i) {
       if (states_[i].finished) continue;

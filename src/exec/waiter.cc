@@ -38,7 +38,7 @@ void Waiter::idle(const std::function<std::string()>& describe) {
   int64_t now = nowUs();
   int64_t idleUs = now - idleSinceUs_;
   if (idleUs / 1000 >= timeoutMs_)
-    fail(strataTimeout, "rank %d timed out after %d ms %s", comm_.rank(), timeoutMs_,
+    fail(strataTimeout, "rank %d timed out after %d ms: it %s", comm_.rank(), timeoutMs_,
          describe().c_str());
   if (now - lastPollUs_ >= kLivenessPeriodUs) {
     lastPollUs_ = now;

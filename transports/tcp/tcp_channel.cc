@@ -121,7 +121,7 @@ void TcpChannel::throwAbortFrame(uint32_t len) {
   std::string msg = "(malformed abort message)";
   decodeAbortPayload(&recvBuf_[recvHead_ + kFrameHeaderBytes], len, &code, &msg);
   aborted_ = true;
-  throw Error(code, format("rank %d aborted: %s", peer_, msg.c_str()));
+  throw PeerAbort(code, format("rank %d aborted: %s", peer_, msg.c_str()));
 }
 
 ConstSpan TcpChannel::peekRecv() {
