@@ -3,6 +3,7 @@
 // algbw = bytes / time and busbw = algbw x the collective's bus factor
 // (nccl-tests' definitions), for out-of-place and in-place calls, and the
 // number of wrong elements found by -c checking.
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -236,6 +237,25 @@ int runRank(const PerfOptions& o, strataComm_t comm) {
   return wrongSum ? 1 : 0;
 }
 
+// Like mpirun's default binding: with no more ranks than cores, rank r runs on
+// the r-th core this process may use, so ranks never share a core by accident.
+void bindToCore(int rank, int nprocs) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  if (nprocs > CPU_COUNT(&allowed)) return;
+  int seen = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    if (seen++ == rank) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      sched_setaffinity(0, sizeof(one), &one);
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -252,6 +272,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < o.nprocs; ++r) {
     pid_t pid = fork();
     if (pid == 0) {
+      bindToCore(r, o.nprocs);
       CHECK_OK(strataCommInitRank(&comm, o.nprocs, id, r));
       std::_Exit(runRank(o, comm));
     }

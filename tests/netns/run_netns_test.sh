@@ -5,7 +5,7 @@
 set -u
 rank_bin=$1
 here=$(cd "$(dirname "$0")" && pwd)
-source "$here/netns_lib.sh"
+source "$here/../../scripts/netns_lib.sh"
 
 if ! netns_available; then
   echo "SKIP: network namespaces need root and iproute2 (ip netns add failed)"
