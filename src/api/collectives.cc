@@ -4,6 +4,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "algo/plan_cache.h"
 #include "exec/executor.h"
 
@@ -69,6 +70,9 @@ void validate(const char* fn, Request& r) {
   if (r.count == 0) return;
   if (needSend && !r.send) fail(strataInvalidArgument, "%s: sendbuff is NULL with count %zu", fn, r.count);
   if (needRecv && !r.recv) fail(strataInvalidArgument, "%s: recvbuff is NULL with count %zu", fn, r.count);
+  if ((needSend && memoryKindOf(r.send) == MemoryKind::kDevice) ||
+      (needRecv && memoryKindOf(r.recv) == MemoryKind::kDevice))
+    fail(strataUnsupported, "%s: CUDA device buffers are not supported by this build yet (host memory only)", fn);
   if (!needSend || !needRecv) {
     r.inPlace = r.send == r.recv;
     return;

@@ -51,8 +51,13 @@ class PlanRunner {
   }
 
   void runPhase(const Phase& ph) {
-    states_.clear();
-    states_.resize(ph.count);
+    if (ph.count <= kInlineFlows) {
+      states_ = inlineStates_;
+    } else {
+      heapStates_.assign(ph.count, FlowState{});
+      states_ = heapStates_.data();
+    }
+    for (uint32_t i = 0; i < ph.count; ++i) states_[i] = FlowState{};
     for (uint32_t i = 0; i < ph.count; ++i) {
       const Flow& f = plan_.flows[ph.first + i];
       states_[i].src = f.src.valid() ? resolve(f.src) : nullptr;
@@ -256,7 +261,12 @@ class PlanRunner {
   const Buffers& bufs_;
   Waiter waiter_;
   uint8_t* scratch_ = nullptr;
-  std::vector<FlowState> states_;
+  // Flow states of the current phase: inline for the usual few flows, so the
+  // steady state allocates nothing.
+  static constexpr uint32_t kInlineFlows = 8;
+  FlowState inlineStates_[kInlineFlows];
+  std::vector<FlowState> heapStates_;
+  FlowState* states_ = inlineStates_;
 };
 
 }  // namespace
