@@ -61,9 +61,10 @@ class Channel {
   virtual bool progress() = 0;
   // Whether committed bytes still wait in this side's buffers (TCP staging).
   virtual bool sendPending() const { return false; }
-  // The socket to poll for readability (data, ABORT frames, EOF).
-  virtual int pollFd() const = 0;
-  // Called when pollFd() is readable: absorbs what arrived; throws on ABORT.
+  // The sockets to poll for readability (data, ABORT frames, EOF): writes up
+  // to `max` descriptors to `out` and returns how many.
+  virtual size_t pollFds(int* out, size_t max) const = 0;
+  // Called when one of them is readable: absorbs what arrived; throws on ABORT.
   virtual void onReadable() = 0;
   // Best effort: tells the peer this rank failed with `code` and `message`,
   // then closes the liveness socket. Never throws.
@@ -73,6 +74,7 @@ class Channel {
 // What a transport knows about the link it is building.
 struct LinkContext {
   int rank = 0, peer = 0, nranks = 0;
+  bool initiator = false;  // this side called (the lower rank); the other answered
   RankInfo local, remote;
   uint64_t commTag = 0;  // distinguishes communicators in resource names
   const Config* config = nullptr;

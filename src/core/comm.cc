@@ -61,6 +61,7 @@ LinkContext Comm::linkContext(int peer) const {
   ctx.rank = rank_;
   ctx.peer = peer;
   ctx.nranks = nranks_;
+  ctx.initiator = rank_ < peer;
   ctx.local = ranks_[size_t(rank_)];
   ctx.remote = ranks_[size_t(peer)];
   ctx.commTag = commTag_;

@@ -119,7 +119,9 @@ struct Comm::Handshake {
       uint8_t blob[kSetupBlobBytes];
       w.link = transportAt(h.transportId).begin(comm.linkContext(h.fromRank), blob);
       auto ch = w.link->finish(std::move(w.fd), w.buf + kHelloBytes);
-      sendHello(ch->pollFd(), h.fromRank, h.transportId, blob);
+      int fd = -1;
+      ch->pollFds(&fd, 1);  // the first socket is the one the handshake runs on
+      sendHello(fd, h.fromRank, h.transportId, blob);
       comm.addChannel(h.fromRank, std::move(ch));
     } else {
       comm.addChannel(h.fromRank, w.link->finish(std::move(w.fd), w.buf + kHelloBytes));

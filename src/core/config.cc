@@ -84,6 +84,9 @@ Config readConfig() {
   c.shmSlotBytes = size_t(envInt("STRATA_SHM_SLOT_BYTES", (long long)c.shmSlotBytes));
   c.shmSlots = int(envInt("STRATA_SHM_SLOTS", c.shmSlots));
   c.tcpBufferBytes = size_t(envInt("STRATA_TCP_BUFFER_BYTES", (long long)c.tcpBufferBytes));
+  c.tcpSockets = int(envInt("STRATA_TCP_SOCKETS", c.tcpSockets));
+  if (c.tcpSockets < 1) c.tcpSockets = 1;
+  if (c.tcpSockets > 16) c.tcpSockets = 16;
   if (c.chunkBytes < 4096) c.chunkBytes = 4096;
   if (c.shmSlotBytes < 4096) c.shmSlotBytes = 4096;
   if (c.shmSlots < 2) c.shmSlots = 2;
@@ -98,12 +101,12 @@ std::string Config::describe() const {
   return format(
       "STRATA_TIMEOUT_MS=%d STRATA_ALGO=%s STRATA_TRANSPORT=%s STRATA_HOSTID=%s "
       "STRATA_SOCKET_IFNAME=%s STRATA_COMM_ID=%s STRATA_SMALL_BYTES=%zu STRATA_CHUNK_BYTES=%zu "
-      "STRATA_SHM_SLOT_BYTES=%zu STRATA_SHM_SLOTS=%d STRATA_TCP_BUFFER_BYTES=%zu",
+      "STRATA_SHM_SLOT_BYTES=%zu STRATA_SHM_SLOTS=%d STRATA_TCP_BUFFER_BYTES=%zu STRATA_TCP_SOCKETS=%d",
       timeoutMs, algo.empty() ? "auto" : algo.c_str(),
       transport.empty() ? "auto" : transport.c_str(), hostId.empty() ? "(detected)" : hostId.c_str(),
       socketIfname.empty() ? "(any)" : socketIfname.c_str(),
       commId.empty() ? "(unset)" : commId.c_str(), smallBytes, chunkBytes, shmSlotBytes, shmSlots,
-      tcpBufferBytes);
+      tcpBufferBytes, tcpSockets);
 }
 
 }  // namespace strata

@@ -30,7 +30,8 @@ struct Config {
   size_t chunkBytes = 524288;      // STRATA_CHUNK_BYTES: pipeline slice per ring step
   size_t shmSlotBytes = 524288;    // STRATA_SHM_SLOT_BYTES
   int shmSlots = 8;                // STRATA_SHM_SLOTS
-  size_t tcpBufferBytes = 4 << 20; // STRATA_TCP_BUFFER_BYTES: user-space staging per peer
+  size_t tcpBufferBytes = 4 << 20; // STRATA_TCP_BUFFER_BYTES: user-space staging per socket
+  int tcpSockets = 2;              // STRATA_TCP_SOCKETS: connections per peer (1..16)
 
   // Launcher variables (torchrun, Open MPI, Slurm) for strataCommInitFromEnv.
   int envRank = -1, envSize = -1, envLocalRank = -1;

@@ -20,12 +20,19 @@ constexpr int64_t kSleepAfterUs = 2000;
 void Waiter::pollLinks(int timeoutMs) {
   const auto& links = comm_.links();
   std::vector<pollfd> fds;
-  fds.reserve(links.size());
-  for (Channel* ch : links) fds.push_back({ch->pollFd(), POLLIN, 0});
+  std::vector<Channel*> owner;
+  for (Channel* ch : links) {
+    int f[16];
+    size_t n = ch->pollFds(f, 16);
+    for (size_t i = 0; i < n; ++i) {
+      fds.push_back({f[i], POLLIN, 0});
+      owner.push_back(ch);
+    }
+  }
   int rc = ::poll(fds.data(), fds.size(), timeoutMs);
   if (rc <= 0) return;
   for (size_t i = 0; i < fds.size(); ++i)
-    if (fds[i].revents) links[i]->onReadable();
+    if (fds[i].revents) owner[i]->onReadable();
 }
 
 void Waiter::idle(const std::function<std::string()>& describe) {

@@ -21,6 +21,7 @@ namespace {
 struct Scenario {
   int nranks;
   const char* transport;
+  int tcpSockets = 2;
 };
 
 class Collectives : public ::testing::TestWithParam<Scenario> {};
@@ -29,7 +30,8 @@ TEST_P(Collectives, EveryCollectiveDtypeOpCountAndPlacementMatchesReference) {
   const Scenario s = GetParam();
   test::RankSpec spec;
   spec.nranks = s.nranks;
-  spec.env = {{"STRATA_TRANSPORT", s.transport}, {"STRATA_TIMEOUT_MS", "60000"}};
+  spec.env = {{"STRATA_TRANSPORT", s.transport}, {"STRATA_TIMEOUT_MS", "60000"},
+              {"STRATA_TCP_SOCKETS", std::to_string(s.tcpSockets)}};
   spec.deadlineSec = 400;
   auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
     std::vector<test::Case> cases = test::allCases();
@@ -52,9 +54,10 @@ INSTANTIATE_TEST_SUITE_P(WorldSizesAndTransports, Collectives,
                          ::testing::Values(Scenario{1, "shm"}, Scenario{2, "shm"}, Scenario{3, "shm"},
                                            Scenario{4, "shm"}, Scenario{5, "shm"}, Scenario{8, "shm"},
                                            Scenario{2, "tcp"}, Scenario{3, "tcp"}, Scenario{5, "tcp"},
-                                           Scenario{8, "tcp"}),
+                                           Scenario{8, "tcp"}, Scenario{3, "tcp", 1}, Scenario{4, "tcp", 4}),
                          [](const auto& info) {
-                           return std::string(info.param.transport) + "_" + std::to_string(info.param.nranks) + "ranks";
+                           return std::string(info.param.transport) + "_" + std::to_string(info.param.nranks) +
+                                  "ranks_" + std::to_string(info.param.tcpSockets) + "sockets";
                          });
 
 }  // namespace

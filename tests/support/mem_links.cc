@@ -45,7 +45,7 @@ class MemChannel : public Channel {
     }
   }
   bool progress() override { return false; }
-  int pollFd() const override { return -1; }
+  size_t pollFds(int*, size_t) const override { return 0; }
   void onReadable() override {}
   void sendAbort(strataResult_t, const std::string&) noexcept override {}
 

@@ -115,7 +115,11 @@ class ShmChannel : public Channel {
   }
 
   bool progress() override { return false; }
-  int pollFd() const override { return live_.fd(); }
+  size_t pollFds(int* out, size_t max) const override {
+    if (max == 0) return 0;
+    out[0] = live_.fd();
+    return 1;
+  }
   void onReadable() override { live_.onReadable(); }
   void sendAbort(strataResult_t code, const std::string& message) noexcept override {
     live_.sendAbort(code, message);

@@ -1,0 +1,53 @@
+// One TCP socket of a tcp link: framed packets (DATA, ABORT), a send staging
+// area for packets a reduction fills, direct sends from user memory, and a
+// receive staging area read in place. TcpChannel stripes packets over several.
+#pragma once
+
+#include <vector>
+
+#include "transports/transport.h"
+
+namespace strata {
+
+class TcpStream {
+ public:
+  TcpStream(Fd socket, int peer, size_t bufferBytes);
+
+  Span acquireSend(size_t maxBytes);
+  void commitSend(size_t bytes);
+  // Starts (or continues) one DATA frame of n bytes written straight from src.
+  size_t trySend(const void* src, size_t n);
+  bool directIdle() const { return directLeft_ == 0 && directHeaderLeft_ == 0; }
+  ConstSpan peekRecv();
+  void consumeRecv(size_t n);
+  // True when the DATA frame being read has been consumed entirely.
+  bool frameDone() const { return frameLeft_ == 0; }
+  bool progress();
+  bool sendPending() const { return sendHead_ < sendTail_; }
+  int fd() const { return fd_.get(); }
+  void onReadable() { fillRecv(); }
+  void sendAbort(const std::string& frame) noexcept;
+
+ private:
+  bool flushStaged();            // writes staged frames; true if bytes moved
+  bool fillRecv();               // reads into the receive staging area
+  [[noreturn]] void throwLost(const char* what) const;
+  [[noreturn]] void throwAbortFrame(uint32_t len);
+
+  Fd fd_;
+  int peer_;
+  // Send side: staged frames [sendHead_, sendTail_) plus a direct frame in progress.
+  std::vector<uint8_t> sendBuf_;
+  size_t sendHead_ = 0, sendTail_ = 0;
+  uint8_t directHeader_[kFrameHeaderBytes];
+  size_t directHeaderLeft_ = 0;  // header bytes of the direct frame not yet written
+  size_t directLeft_ = 0;        // payload bytes of the direct frame not yet written
+  // Receive side: bytes [recvHead_, recvTail_) arrived and not yet consumed.
+  std::vector<uint8_t> recvBuf_;
+  size_t recvHead_ = 0, recvTail_ = 0;
+  size_t frameLeft_ = 0;  // payload bytes of the current DATA frame not yet consumed
+  bool peerClosed_ = false;
+  bool aborted_ = false;
+};
+
+}  // namespace strata
