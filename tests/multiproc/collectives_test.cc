@@ -56,8 +56,11 @@ INSTANTIATE_TEST_SUITE_P(WorldSizesAndTransports, Collectives,
                                            Scenario{2, "tcp"}, Scenario{3, "tcp"}, Scenario{5, "tcp"},
                                            Scenario{8, "tcp"}, Scenario{3, "tcp", 1}, Scenario{4, "tcp", 4}),
                          [](const auto& info) {
-                           return std::string(info.param.transport) + "_" + std::to_string(info.param.nranks) +
-                                  "ranks_" + std::to_string(info.param.tcpSockets) + "sockets";
+                           std::string name = std::string(info.param.transport) + "_" +
+                                              std::to_string(info.param.nranks) + "ranks";
+                           if (std::string(info.param.transport) == "tcp")
+                             name += "_" + std::to_string(info.param.tcpSockets) + "sockets";
+                           return name;
                          });
 
 }  // namespace

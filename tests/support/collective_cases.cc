@@ -26,20 +26,21 @@ std::vector<Case> allCases() {
         for (size_t count : {size_t(0), size_t(1), size_t(7), size_t(1023)})
           for (bool inPlace : {false, true}) cases.push_back({c, strataDataType_t(t), strataRedOp_t(op), count, inPlace, (k++ % 4)});
   // Large, odd-sized messages: pipelined, sliced paths.
-  const size_t big = 1048579;
+  const size_t big = 1048579;    // prime, not a multiple of any vector width
+  const size_t bigBlock = 131071;  // prime block count for the per-rank-block collectives
   cases.push_back({Coll::kAllReduce, strataFloat32, strataSum, big, false, 1});
   cases.push_back({Coll::kAllReduce, strataBfloat16, strataAvg, big, true, 0});
   cases.push_back({Coll::kAllReduce, strataInt64, strataMax, big, false, 3});
-  cases.push_back({Coll::kReduceScatter, strataFloat16, strataSum, big / 8, false, 2});
-  cases.push_back({Coll::kReduceScatter, strataFloat32, strataMin, big / 8, true, 0});
+  cases.push_back({Coll::kReduceScatter, strataFloat16, strataSum, big, false, 2});
+  cases.push_back({Coll::kReduceScatter, strataFloat32, strataMin, bigBlock, true, 0});
   cases.push_back({Coll::kAllGather, strataUint8, strataSum, big, false, 1});
-  cases.push_back({Coll::kAllGather, strataFloat32, strataSum, big / 8, true, 0});
+  cases.push_back({Coll::kAllGather, strataFloat32, strataSum, bigBlock, true, 0});
   cases.push_back({Coll::kBroadcast, strataInt8, strataSum, big, false, 3});
   cases.push_back({Coll::kBroadcast, strataFloat64, strataSum, big, true, 0});
   cases.push_back({Coll::kReduce, strataFloat64, strataProd, big, false, 2});
   cases.push_back({Coll::kReduce, strataInt32, strataSum, big, true, 0});
-  cases.push_back({Coll::kAllToAll, strataInt8, strataSum, big / 8, false, 1});
-  cases.push_back({Coll::kAllToAll, strataFloat32, strataSum, big / 8, true, 0});
+  cases.push_back({Coll::kAllToAll, strataInt8, strataSum, big, false, 1});
+  cases.push_back({Coll::kAllToAll, strataFloat32, strataSum, bigBlock, true, 0});
   return cases;
 }
 

@@ -90,6 +90,27 @@ TEST(KernelReduce, NaNPropagatesThroughMaxAndMin) {
   EXPECT_TRUE(std::isnan(out[0]) && std::isnan(out[1]));
 }
 
+TEST(KernelReduce, NaNPropagatesInHalfPrecisionVectorAndTailLanes) {
+  for (strataDataType_t t : {strataFloat16, strataBfloat16}) {
+    for (strataRedOp_t op : {strataMax, strataMin, strataSum}) {
+      const size_t n = 19;  // two vector blocks and a scalar tail
+      std::vector<uint16_t> a(n), b(n), out(n);
+      for (size_t i = 0; i < n; ++i) {
+        float nan = std::nanf("");
+        float av = (i % 3 == 0) ? nan : float(i), bv = (i % 5 == 1) ? nan : float(n - i);
+        a[i] = t == strataFloat16 ? kernels::floatToHalf(av) : kernels::floatToBf16(av);
+        b[i] = t == strataFloat16 ? kernels::floatToHalf(bv) : kernels::floatToBf16(bv);
+      }
+      kernels::reduce(out.data(), a.data(), b.data(), n, t, op);
+      for (size_t i = 0; i < n; ++i) {
+        float got = t == strataFloat16 ? kernels::halfToFloat(out[i]) : kernels::bf16ToFloat(out[i]);
+        bool expectNan = (i % 3 == 0) || (i % 5 == 1);
+        EXPECT_EQ(std::isnan(got), expectNan) << dtypeName(t) << " " << redOpName(op) << " lane " << i;
+      }
+    }
+  }
+}
+
 TEST(KernelDispatch, PicksAVectorVariantOnThisCpu) {
   std::string isa = kernels::isaName();
   EXPECT_TRUE(isa == "avx512" || isa == "avx2" || isa == "generic") << isa;
