@@ -27,17 +27,6 @@ double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(
 
 bool contains(const char* text, const char* word) { return std::strstr(text, word) != nullptr; }
 
-// Reports a problem from inside a rank process.
-#define RANK_EXPECT(cond, ...)                                   \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      std::fprintf(stderr, "rank %d: %s: ", rank, #cond);        \
-      std::fprintf(stderr, __VA_ARGS__);                         \
-      std::fprintf(stderr, "\n");                                \
-      ++problems;                                                \
-    }                                                            \
-  } while (0)
-
 TEST(BadInput, EveryBadArgumentGetsACodeAndASentence) {
   test::RankSpec spec;
   spec.nranks = 2;

@@ -17,16 +17,6 @@
 namespace strata {
 namespace {
 
-#define RANK_EXPECT(cond, ...)                            \
-  do {                                                    \
-    if (!(cond)) {                                        \
-      std::fprintf(stderr, "rank %d: %s: ", rank, #cond); \
-      std::fprintf(stderr, __VA_ARGS__);                  \
-      std::fprintf(stderr, "\n");                         \
-      ++problems;                                         \
-    }                                                     \
-  } while (0)
-
 class RingShift : public ::testing::TestWithParam<std::tuple<int, const char*>> {};
 
 TEST_P(RingShift, GroupedSendRecvOfLargeMessagesCompletesWithCorrectData) {

@@ -4,12 +4,25 @@
 // the codes. Ranks still running at the deadline are killed and reported.
 #pragma once
 
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "strata/strata.h"
+
+// Inside a rank body (variables `rank` and `problems` in scope): prints the
+// failed condition with a message to stderr and counts a problem.
+#define RANK_EXPECT(cond, ...)                            \
+  do {                                                    \
+    if (!(cond)) {                                        \
+      std::fprintf(stderr, "rank %d: %s: ", rank, #cond); \
+      std::fprintf(stderr, __VA_ARGS__);                  \
+      std::fprintf(stderr, "\n");                         \
+      ++problems;                                         \
+    }                                                     \
+  } while (0)
 
 namespace strata::test {
 
