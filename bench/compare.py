@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
-"""Side-by-side comparison of strata with the baselines, in one run.
+"""Side-by-side comparison of strata with the libraries users would pick instead,
+measured in one run, written to docs/benchmarks/<scenario>.md with PNG plots.
 
 Scenarios:
-  local  N ranks on this host: strata-perf vs Open MPI's mpi-perf (shared memory)
-  netns  2 ranks in two network namespaces joined by veth (optionally shaped,
-         --rate 2gbit): strata-perf vs iperf3 --bidir between the same namespaces
+  local  N ranks on this host: strata-perf, Open MPI (mpi-perf under mpirun,
+         shared memory), Gloo (torch.distributed "gloo"); plus this core's
+         memcpy / add bandwidth from strata-micro.
+  netns  2 ranks in two network namespaces joined by veth through a bridge
+         (optionally shaped: --rate 2gbit): strata-perf, Gloo, and iperf3
+         --bidir between the same namespaces.
 
-Each measurement is repeated --reps times, libraries alternating run by run so
-that drift on a shared machine hits all alike; tables give the median with
-min and max, and the ratio of medians. Python standard library only.
+Every (library, collective) sweep is repeated --reps times with the library
+order alternating run by run, so drift on a shared machine hits all alike.
+Tables give the median busbw (min–max) and strata / best other. Small sizes
+(<= 64 KiB) run many iterations, so their latencies are not dominated by the
+skew of ranks leaving the preceding barrier.
 """
 import argparse
 import json
@@ -18,22 +24,26 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD = os.path.join(ROOT, "build", "bench")
+BENCH = os.path.join(ROOT, "build", "bench")
+PY = os.path.join(ROOT, ".venv", "bin", "python")
+COLLECTIVES = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "alltoall"]
+SMALL = ("8", "64K", "1000", "100")  # min, max, iterations, warmup
+LARGE = ("256K", "64M", "20", "3")
 ROW = re.compile(r"^\s+(\d+)\s+(\d+)\s+\S+\s+\S+\s+-?\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)")
 
 
-def run(cmd, env=None, timeout=600):
+def run(cmd, env=None, timeout=900):
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     if out.returncode != 0:
-        sys.exit(f"command failed ({out.returncode}): {' '.join(cmd)}\n{out.stdout}\n{out.stderr}")
+        sys.exit(f"command failed ({out.returncode}): {' '.join(cmd)}\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
     return out.stdout
 
 
 def parse_rows(text):
-    """{bytes: (time_us, busbw)} from a strata-perf / mpi-perf table (out-of-place columns)."""
+    """{bytes: (time_us, busbw)} from a strata-perf / mpi-perf / gloo-perf table."""
     rows = {}
     for line in text.splitlines():
         m = ROW.match(line)
@@ -42,17 +52,9 @@ def parse_rows(text):
     return rows
 
 
-def perf_args(coll, size, iters, warmup):
-    return [coll, "-b", str(size), "-e", str(size), "-n", str(iters), "-w", str(warmup), "-c", "0"]
-
-
-def stats(values):
-    return statistics.median(values), min(values), max(values)
-
-
-def fmt(values, unit):
-    med, lo, hi = stats(values)
-    return f"{med:.3g} {unit} ({lo:.3g}–{hi:.3g})"
+def sweep_args(coll, rng):
+    lo, hi, iters, warm = rng
+    return [coll, "-b", lo, "-e", hi, "-f", "4", "-n", iters, "-w", warm, "-c", "0"]
 
 
 def machine():
@@ -62,124 +64,248 @@ def machine():
             cpu = line.split(":", 1)[1].strip()
             break
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, {platform.platform()}"
+    return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB memory, {platform.platform()}"
 
 
-def local(args):
-    sizes = [(8, args.small_iters, 1000), (64 << 20, args.large_iters, 2)]
-    results = {}
-    for rep in range(args.reps):
-        for lib in (["strata", "openmpi"] if rep % 2 == 0 else ["openmpi", "strata"]):
-            for size, iters, warm in sizes:
-                pa = perf_args("all_reduce", size, iters, warm)
-                if lib == "strata":
-                    text = run([os.path.join(BUILD, "strata-perf")] + pa + ["-np", str(args.np)])
-                else:
-                    text = run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(args.np),
-                                "--bind-to", "core", "--mca", "btl", "self,vader",
-                                os.path.join(BUILD, "mpi-perf")] + pa)
-                t, bw = parse_rows(text)[size]
-                results.setdefault((lib, size), []).append((t, bw))
-    print(f"## local: all_reduce float32 sum, {args.np} ranks on one host\n")
-    print(f"Machine: {machine()}. Repetitions: {args.reps}, alternating.\n")
-    print("| size | metric | strata | Open MPI | strata / Open MPI |")
-    print("| ---: | --- | --- | --- | ---: |")
-    for size, _, _ in sizes:
-        s, o = results[("strata", size)], results[("openmpi", size)]
-        if size <= 4096:
-            st, ot = [x[0] for x in s], [x[0] for x in o]
-            print(f"| {size} B | latency | {fmt(st, 'µs')} | {fmt(ot, 'µs')} | "
-                  f"{statistics.median(st) / statistics.median(ot):.2f}× the time |")
-        else:
-            sb, ob = [x[1] for x in s], [x[1] for x in o]
-            print(f"| {size >> 20} MiB | busbw | {fmt(sb, 'GB/s')} | {fmt(ob, 'GB/s')} | "
-                  f"{statistics.median(sb) / statistics.median(ob):.2f}× the bandwidth |")
+class Local:
+    """Libraries on one host."""
+
+    def __init__(self, args):
+        self.np = args.np
+
+    def libraries(self):
+        libs = ["strata"]
+        if os.path.exists(os.path.join(BENCH, "mpi-perf")):
+            libs.append("Open MPI")
+        if os.path.exists(PY):
+            libs.append("Gloo")
+        return libs
+
+    def command(self, lib, coll, rng):
+        a = sweep_args(coll, rng)
+        if lib == "strata":
+            return [os.path.join(BENCH, "strata-perf")] + a + ["-np", str(self.np)]
+        if lib == "Open MPI":
+            return ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(self.np), "--bind-to", "core",
+                    "--mca", "btl", "self,vader", os.path.join(BENCH, "mpi-perf")] + a
+        return [PY, os.path.join(ROOT, "bench", "baselines", "gloo_perf.py")] + a + ["-np", str(self.np)]
+
+    def measure(self, lib, coll, rng):
+        return parse_rows(run(self.command(lib, coll, rng)))
+
+    def limits(self):
+        micro = os.path.join(BENCH, "strata-micro")
+        if not os.path.exists(micro):
+            return []
+        out = run([micro, "--benchmark_filter=BM_Memcpy|BM_Reduce/8/0/", "--benchmark_repetitions=5",
+                   "--benchmark_report_aggregates_only=true", "--benchmark_format=json"])
+        res = {b["run_name"]: b["bytes_per_second"] / 1e9 for b in json.loads(out)["benchmarks"]
+               if b.get("aggregate_name") == "median"}
+        names = {"BM_Memcpy/real_time": "memcpy, one core (bytes read + written)",
+                 "BM_Reduce/8/0/real_time": "float32 add a+b→c, one core (bytes read + written)"}
+        return [(names[k], v) for k, v in res.items() if k in names]
+
+    def close(self):
+        pass
 
 
-def sh(cmd):
-    subprocess.run(["bash", "-c", cmd], check=True)
+class Netns:
+    """Two ranks in two network namespaces."""
 
-
-def iperf_bidir(ns, server_addr, seconds):
-    """iperf3 --bidir from namespace ns to the server: GB/s of the slower direction."""
-    last = ""
-    for _ in range(50):  # the server may not listen yet
-        res = subprocess.run(["ip", "netns", "exec", ns, "iperf3", "-c", server_addr, "-p", "5299",
-                              "--bidir", "-t", str(seconds), "-J"], capture_output=True, text=True)
-        if res.returncode == 0:
-            end = json.loads(res.stdout)["end"]
-            fwd = end["sum_received"]["bits_per_second"]
-            rev = end["sum_received_bidir_reverse"]["bits_per_second"]
-            return min(fwd, rev) / 8e9
-        last = res.stdout[-500:] + res.stderr[-500:]
-        subprocess.run(["sleep", "0.2"])
-    sys.exit(f"iperf3 --bidir to {server_addr} kept failing: {last}")
-
-
-def netns(args):
-    lib = os.path.join(ROOT, "scripts", "netns_lib.sh")
-    script = f"""
+    def __init__(self, args):
+        self.rate = args.rate
+        script = f"""
 set -e
-source {lib}
-netns_setup 2 {args.rate or ''}
-a=$(netns_addr 0); b=$(netns_addr 1)
-echo "$(netns_name 0) $(netns_name 1) $a $b"
-sleep {10**6} & wait $!  # in the background, so SIGTERM runs the cleanup trap at once
+source {os.path.join(ROOT, 'scripts', 'netns_lib.sh')}
+netns_setup 2 {self.rate}
+echo "$(netns_name 0) $(netns_name 1) $(netns_addr 0) $(netns_addr 1)"
+sleep 1000000 & wait $!  # in the background, so SIGTERM runs the cleanup trap at once
 """
-    # Keep the namespaces alive in a helper shell for the whole comparison.
-    helper = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, text=True,
-                              start_new_session=True)
-    server = None
-    try:
-        ns0, ns1, a, b = helper.stdout.readline().split()
-        server = subprocess.Popen(["ip", "netns", "exec", ns1, "iperf3", "-s", "-p", "5299"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        size = 64 << 20
-        iperf, strata = [], []
-        for rep in range(args.reps):
-            order = ["iperf3", "strata"] if rep % 2 == 0 else ["strata", "iperf3"]
-            for what in order:
-                if what == "iperf3":
-                    iperf.append(iperf_bidir(ns0, b, args.iperf_seconds))
-                else:
-                    port = 29600 + rep
-                    procs = []
-                    for r, ns in enumerate((ns0, ns1)):
-                        env = dict(os.environ, RANK=str(r), WORLD_SIZE="2", STRATA_COMM_ID=f"{a}:{port}",
-                                   STRATA_HOSTID=f"node{r}")
-                        procs.append(subprocess.Popen(["ip", "netns", "exec", ns, os.path.join(BUILD, "strata-perf")]
-                                                      + perf_args("all_reduce", size, args.large_iters, 2),
-                                                      env=env, stdout=subprocess.PIPE, text=True))
-                    text = procs[0].communicate(timeout=600)[0]
-                    procs[1].wait(timeout=60)
-                    strata.append(parse_rows(text)[size][1])
-        rate = f", links shaped to {args.rate} with tbf" if args.rate else ", unshaped veth"
-        print(f"## netns: all_reduce float32 sum 64 MiB, 2 ranks in two namespaces{rate}\n")
-        print(f"Machine: {machine()}. Repetitions: {args.reps}, alternating.\n")
-        print("| what | per-direction throughput | strata / iperf3 |")
-        print("| --- | --- | ---: |")
-        print(f"| iperf3 --bidir (both directions busy) | {fmt(iperf, 'GB/s')} | |")
-        print(f"| strata all_reduce busbw | {fmt(strata, 'GB/s')} | "
-              f"{statistics.median(strata) / statistics.median(iperf):.2f} |")
-    finally:
-        if server:
-            server.kill()
-            server.wait()
-        os.killpg(helper.pid, 15)  # the helper's EXIT trap removes the namespaces
-        helper.wait()
+        self.helper = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, text=True,
+                                       start_new_session=True)
+        self.ns, self.addr = [None, None], [None, None]
+        self.ns[0], self.ns[1], self.addr[0], self.addr[1] = self.helper.stdout.readline().split()
+        self.iperf = subprocess.Popen(["ip", "netns", "exec", self.ns[1], "iperf3", "-s", "-p", "5299"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.port = 29700
+
+    def libraries(self):
+        return ["strata", "Gloo"] if os.path.exists(PY) else ["strata"]
+
+    def command(self, lib, coll, rng):
+        a = sweep_args(coll, rng)
+        tool = ([os.path.join(BENCH, "strata-perf")] if lib == "strata"
+                else [PY, os.path.join(ROOT, "bench", "baselines", "gloo_perf.py")])
+        env = ("RANK=r WORLD_SIZE=2 STRATA_COMM_ID=<ns0>:port STRATA_HOSTID=node<r>" if lib == "strata"
+               else "RANK=r WORLD_SIZE=2 MASTER_ADDR=<ns0> MASTER_PORT=port")
+        return ["ip", "netns", "exec", "<ns r>", "env", env] + tool + a
+
+    def measure(self, lib, coll, rng):
+        self.port += 2
+        procs = []
+        for r in (0, 1):
+            env = dict(os.environ, RANK=str(r), WORLD_SIZE="2")
+            if lib == "strata":
+                env.update(STRATA_COMM_ID=f"{self.addr[0]}:{self.port}", STRATA_HOSTID=f"node{r}")
+                tool = [os.path.join(BENCH, "strata-perf")]
+            else:
+                env.update(MASTER_ADDR=self.addr[0], MASTER_PORT=str(self.port))
+                tool = [PY, os.path.join(ROOT, "bench", "baselines", "gloo_perf.py")]
+            procs.append(subprocess.Popen(["ip", "netns", "exec", self.ns[r]] + tool + sweep_args(coll, rng),
+                                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        out, err = procs[0].communicate(timeout=900)
+        procs[1].wait(timeout=120)
+        if procs[0].returncode != 0:
+            sys.exit(f"{lib} {coll} failed in the namespaces:\n{out[-1500:]}\n{err[-1500:]}")
+        return parse_rows(out)
+
+    def limits(self):
+        vals = []
+        for _ in range(3):
+            for attempt in range(50):
+                res = subprocess.run(["ip", "netns", "exec", self.ns[0], "iperf3", "-c", self.addr[1], "-p", "5299",
+                                      "--bidir", "-t", "3", "-J"], capture_output=True, text=True)
+                if res.returncode == 0:
+                    end = json.loads(res.stdout)["end"]
+                    vals.append(min(end["sum_received"]["bits_per_second"],
+                                    end["sum_received_bidir_reverse"]["bits_per_second"]) / 8e9)
+                    break
+                time.sleep(0.2)
+        return [("iperf3 --bidir between the namespaces, per direction (both busy)", statistics.median(vals))]
+
+    def close(self):
+        self.iperf.kill()
+        self.iperf.wait()
+        os.killpg(self.helper.pid, 15)  # its EXIT trap removes the namespaces
+        self.helper.wait()
+
+
+def med(v):
+    return statistics.median(v) if v else None
+
+
+def cell(v, unit=""):
+    if not v:
+        return "—"
+    return f"{statistics.median(v):.3g}{unit} ({min(v):.3g}–{max(v):.3g})"
+
+
+def plot(results, libs, coll, path, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
+    for lib in libs:
+        data = results.get((lib, coll), {})
+        sizes = sorted(s for s in data if data[s]["bus"])
+        if not sizes:
+            continue
+        ax1.plot(sizes, [med(data[s]["bus"]) for s in sizes], marker="o", label=lib)
+        small = [s for s in sizes if s <= 65536]
+        ax2.plot(small, [med(data[s]["time"]) for s in small], marker="o", label=lib)
+    for ax, ylabel in ((ax1, "busbw (GB/s, median)"), (ax2, "time per call (µs, median)")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    ax2.set_yscale("log")
+    ax1.set_title(f"{coll}: bus bandwidth")
+    ax2.set_title(f"{coll}: small-message latency")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", choices=["local", "netns"])
-    p.add_argument("--np", type=int, default=2)
-    p.add_argument("--reps", type=int, default=5)
-    p.add_argument("--small-iters", type=int, default=20000)
-    p.add_argument("--large-iters", type=int, default=10)
-    p.add_argument("--rate", default="", help="tbf rate for netns links, e.g. 2gbit")
-    p.add_argument("--iperf-seconds", type=int, default=5)
+    p.add_argument("--np", type=int, default=2, help="ranks for the local scenario")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--rate", default="", help="tbf rate for the netns links, e.g. 2gbit")
+    p.add_argument("--collectives", default=",".join(COLLECTIVES))
+    p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks"))
     args = p.parse_args()
-    local(args) if args.scenario == "local" else netns(args)
+    colls = args.collectives.split(",")
+    env = Local(args) if args.scenario == "local" else Netns(args)
+    try:
+        libs = env.libraries()
+        results = {}  # (lib, coll) -> {size: {"time": [...], "bus": [...]}}
+        started = time.time()
+        for rep in range(args.reps):
+            order = libs if rep % 2 == 0 else list(reversed(libs))
+            for coll in colls:
+                for lib in order:
+                    for rng in (SMALL, LARGE):
+                        for size, (t, bw) in env.measure(lib, coll, rng).items():
+                            d = results.setdefault((lib, coll), {}).setdefault(size, {"time": [], "bus": []})
+                            d["time"].append(t)
+                            d["bus"].append(bw)
+            print(f"rep {rep + 1}/{args.reps} done after {time.time() - started:.0f} s", file=sys.stderr)
+        limits = env.limits()
+    finally:
+        env.close()
+    write_report(args, colls, libs, results, limits, env)
+
+
+def write_report(args, colls, libs, results, limits, env):
+    os.makedirs(args.out, exist_ok=True)
+    name = args.scenario
+    n = args.np if args.scenario == "local" else 2
+    where = (f"{n} ranks on one host" if args.scenario == "local"
+             else f"2 ranks in two network namespaces joined by veth"
+                  + (f", links shaped to {args.rate} (tbf)" if args.rate else ", unshaped"))
+    lines = [f"# Benchmark: {name}", "",
+             f"{where}; float32, sum; out-of-place. Generated by `python3 bench/compare.py {' '.join(sys.argv[1:])}`"
+             f" on {time.strftime('%Y-%m-%d')}.", "",
+             f"- Machine: {machine()}",
+             f"- Repetitions: {args.reps} per library and collective, library order alternating run by run; "
+             "cells are median (min–max) over the repetitions.",
+             "- busbw follows nccl-tests: algbw × 2(n−1)/n for all_reduce, × (n−1)/n for reduce_scatter, "
+             "all_gather and alltoall (size = the whole array), × 1 for broadcast and reduce.",
+             "- Commands (one sweep each; small sizes with 1000 iterations, large with 20):"]
+    for lib in libs:
+        for rng in (SMALL, LARGE):
+            lines.append(f"  - {lib}: `{' '.join(env.command(lib, 'COLLECTIVE', rng))}`")
+    if limits:
+        lines += ["", "Physical limits measured in the same run:", ""]
+        lines += [f"- {what}: {val:.2f} GB/s" for what, val in limits]
+    for coll in colls:
+        sizes = sorted({s for lib in libs for s in results.get((lib, coll), {})})
+        lines += ["", f"## {coll}", "", f"![{coll}]({name}-{coll}.png)", "",
+                  "| size | " + " | ".join(f"{lib} busbw GB/s" for lib in libs) + " | strata / best other |",
+                  "| ---: | " + " | ".join("---" for _ in libs) + " | ---: |"]
+        for s in sizes:
+            cells, meds = [], {}
+            for lib in libs:
+                d = results.get((lib, coll), {}).get(s)
+                cells.append(cell(d["bus"]) if d else "—")
+                if d:
+                    meds[lib] = med(d["bus"])
+            others = [v for k, v in meds.items() if k != "strata" and v]
+            ratio = f"{meds['strata'] / max(others):.2f}" if "strata" in meds and others else "—"
+            lines.append(f"| {s} | " + " | ".join(cells) + f" | {ratio} |")
+        lines += ["", "Small-message latency (µs per call):", "",
+                  "| size | " + " | ".join(libs) + " | strata / best other |",
+                  "| ---: | " + " | ".join("---" for _ in libs) + " | ---: |"]
+        for s in [s for s in sizes if s <= 4096]:
+            cells, meds = [], {}
+            for lib in libs:
+                d = results.get((lib, coll), {}).get(s)
+                cells.append(cell(d["time"]) if d else "—")
+                if d:
+                    meds[lib] = med(d["time"])
+            others = [v for k, v in meds.items() if k != "strata" and v]
+            ratio = f"{meds['strata'] / min(others):.2f}× the time" if "strata" in meds and others else "—"
+            lines.append(f"| {s} | " + " | ".join(cells) + f" | {ratio} |")
+        plot(results, libs, coll, os.path.join(args.out, f"{name}-{coll}.png"), f"{name}: {where}")
+    path = os.path.join(args.out, f"{name}.md")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(args.out, f"{name}.json"), "w") as f:
+        json.dump({f"{lib}|{coll}": {str(s): v for s, v in d.items()} for (lib, coll), d in results.items()}, f)
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -125,7 +126,8 @@ class Bench {
                     ? count * elem_ * size_t(n_)
                     : count * elem_;
     sendBuf_.assign(sendElems(count) * elem_ + 64, 0);
-    recvBuf_.assign(recvElems(count) * elem_ + 64, 0);
+    // In place, reduce-scatter works inside the whole send-sized array.
+    recvBuf_.assign(std::max(sendElems(count), recvElems(count)) * elem_ + 64, 0);
     CheckSpec spec{o_.collective, o_.dtype, o_.op, rank_, n_, o_.root, count};
     fillInput(spec, sendBuf_.data(), sendElems(count));
     for (int inPlace = 0; inPlace < 2; ++inPlace) {
@@ -144,7 +146,9 @@ class Bench {
         std::memset(recvBuf_.data(), 0, recvBuf_.size());
         prepare(count, inPlace);
         runOnce(count, inPlace);
-        wrong += (long long)countWrong(spec, recvBuf_.data());
+        // In place, reduce-scatter leaves the result in this rank's block.
+        size_t at = (inPlace && o_.collective == "reduce_scatter") ? size_t(rank_) * count * elem_ : 0;
+        wrong += (long long)countWrong(spec, recvBuf_.data() + at);
       }
       row.wrong[inPlace] = o_.check ? total(wrong) : -1;
     }
@@ -232,6 +236,7 @@ int runRank(const PerfOptions& o, strataComm_t comm) {
     std::printf("# Out of bounds values : %lld %s\n", wrongSum, wrongSum ? "FAILED" : "OK");
     std::printf("# Avg bus bandwidth    : %.4f\n", rows.empty() ? 0.0 : busSum / double(rows.size()));
     if (!o.jsonPath.empty()) writeJson(o, n, rows);
+    std::fflush(stdout);  // forked ranks leave through _Exit, which does not flush
   }
   CHECK_OK(strataCommDestroy(comm));
   return wrongSum ? 1 : 0;

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sched.h>
+#include <time.h>
 
 #include <vector>
 
@@ -15,6 +16,7 @@ namespace {
 constexpr uint64_t kSpins = 64;
 constexpr int64_t kLivenessPeriodUs = 1000;
 constexpr int64_t kSleepAfterUs = 2000;
+constexpr long kNapNs = 50000;
 }  // namespace
 
 void Waiter::pollLinks(int timeoutMs) {
@@ -49,7 +51,13 @@ void Waiter::idle(const std::function<std::string()>& describe) {
          describe().c_str());
   if (now - lastPollUs_ >= kLivenessPeriodUs) {
     lastPollUs_ = now;
-    pollLinks(idleUs >= kSleepAfterUs ? 1 : 0);
+    pollLinks(0);
+  }
+  if (idleUs >= kSleepAfterUs) {
+    // A long wait (a late peer, or more ranks than cores): nap briefly. Not
+    // in poll(): shared-memory data would not wake it.
+    struct timespec nap = {0, kNapNs};
+    nanosleep(&nap, nullptr);
   } else {
     sched_yield();
   }

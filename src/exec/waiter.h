@@ -1,8 +1,8 @@
 // How the executor waits when no flow can move: spin briefly (latency), then
-// yield the core (ranks may outnumber cores), then sleep in poll() on the
-// links' sockets (wakes on TCP data). While waiting it pumps TCP links, checks
-// every link's liveness socket about once a millisecond (a dead or aborting
-// peer throws at once) and enforces the communicator's timeout.
+// yield the core (ranks may outnumber cores), and after 2 ms take 50 us naps.
+// While waiting it pumps TCP links, checks every link's sockets about once a
+// millisecond (a dead or aborting peer throws at once) and enforces the
+// communicator's timeout.
 #pragma once
 
 #include <cstdint>

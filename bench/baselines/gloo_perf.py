@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""gloo-perf: torch.distributed's "gloo" backend as PyTorch users meet it, with
+strata-perf's command line, sizes, definitions (algbw, busbw) and table.
+
+  python bench/baselines/gloo_perf.py all_reduce -np 2 -b 8 -e 64M -f 4 -n 20 -w 5
+
+-np N spawns N local ranks (torch.multiprocessing); without it, ranks come from
+torchrun's environment. Time is the slowest rank's mean per call. Collectives
+gloo does not support are reported as such, not hidden.
+"""
+import argparse
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+DTYPES = {"int8": torch.int8, "uint8": torch.uint8, "int32": torch.int32, "int64": torch.int64,
+          "half": torch.float16, "float16": torch.float16, "bfloat16": torch.bfloat16,
+          "float": torch.float32, "float32": torch.float32, "double": torch.float64, "float64": torch.float64}
+OPS = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "max": dist.ReduceOp.MAX, "min": dist.ReduceOp.MIN}
+BLOCKED = ("reduce_scatter", "all_gather", "alltoall")
+
+
+def parse_size(text):
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.upper().rstrip("B")
+    return int(float(t[:-1]) * mult[t[-1]]) if t and t[-1] in mult else int(t)
+
+
+def bus_factor(coll, n):
+    if coll == "all_reduce":
+        return 2 * (n - 1) / n
+    if coll in BLOCKED:
+        return (n - 1) / n
+    return 1.0
+
+
+def make_call(coll, count, n, rank, dtype, op, root):
+    """Returns a function running one collective, with buffers made once."""
+    blocked = count * n
+    send = (torch.arange(blocked if coll in ("reduce_scatter", "alltoall") else count) % 5 + 1).to(dtype)
+    recv = torch.empty(blocked if coll in ("all_gather", "alltoall") else count, dtype=dtype)
+    if coll == "all_reduce":
+        return lambda: dist.all_reduce(recv.copy_(send), op=op)
+    if coll == "reduce_scatter":
+        return lambda: dist.reduce_scatter_tensor(recv, send, op=op)
+    if coll == "all_gather":
+        return lambda: dist.all_gather_into_tensor(recv, send)
+    if coll == "broadcast":
+        return lambda: dist.broadcast(recv, src=root)
+    if coll == "reduce":
+        return lambda: dist.reduce(recv.copy_(send), dst=root, op=op)
+    if coll == "alltoall":
+        return lambda: dist.all_to_all_single(recv, send)
+    raise ValueError(coll)
+
+
+def sizes(a):
+    b = a.b
+    while b <= a.e:
+        yield b
+        nb = b + a.i if a.i else int(b * a.f)
+        b = nb if nb > b else b + 1
+
+
+def bench(rank, n, a):
+    dtype, op = DTYPES[a.d], OPS[a.o]
+    esize = torch.tensor([], dtype=dtype).element_size()
+    if rank == 0:
+        print(f"# gloo-perf {a.coll}: {n} ranks, dtype {a.d}, op {a.o}, root {a.r}, iters {a.n}, "
+              f"warmup {a.w}, torch {torch.__version__}")
+        print(f"# {'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>5} {'time':>10} {'algbw':>8} "
+              f"{'busbw':>8} {'#wrong':>7}")
+    bus_sum, rows = 0.0, 0
+    for size in sizes(a):
+        count = size // esize // (n if a.coll in BLOCKED else 1)
+        total = count * esize * (n if a.coll in BLOCKED else 1)
+        try:
+            call = make_call(a.coll, count, n, rank, dtype, op, a.r)
+            for _ in range(a.w):
+                call()
+            dist.barrier()
+            t0 = time.perf_counter()
+            for _ in range(a.n):
+                call()
+            us = torch.tensor([(time.perf_counter() - t0) * 1e6 / a.n], dtype=torch.float64)
+            dist.all_reduce(us, op=dist.ReduceOp.MAX)
+            t = us.item()
+            algbw = total / (t * 1e3)
+            busbw = algbw * bus_factor(a.coll, n)
+            bus_sum += busbw
+            rows += 1
+            if rank == 0:
+                print(f"  {total:>12} {count:>12} {a.d:>8} {a.o:>6} {a.r:>5} {t:>10.2f} {algbw:>8.3f} "
+                      f"{busbw:>8.3f} {'N/A':>7}", flush=True)
+        except RuntimeError as e:  # gloo lacks some collectives / dtypes
+            if rank == 0:
+                print(f"  {total:>12} {count:>12} {a.d:>8} {a.o:>6} {a.r:>5} unsupported by gloo: "
+                      f"{str(e).splitlines()[0][:80]}", flush=True)
+            break
+    if rank == 0:
+        print(f"# Avg bus bandwidth    : {bus_sum / rows if rows else 0:.4f}")
+
+
+def worker(rank, n, a, port):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=n)
+    try:
+        bench(rank, n, a)
+    finally:
+        dist.destroy_process_group()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("coll", choices=["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce",
+                                    "alltoall"])
+    p.add_argument("-np", type=int, default=0)
+    p.add_argument("-b", type=parse_size, default=8)
+    p.add_argument("-e", type=parse_size, default=64 << 20)
+    p.add_argument("-f", type=float, default=2)
+    p.add_argument("-i", type=parse_size, default=0)
+    p.add_argument("-n", type=int, default=20)
+    p.add_argument("-w", type=int, default=5)
+    p.add_argument("-d", default="float", choices=sorted(DTYPES))
+    p.add_argument("-o", default="sum", choices=sorted(OPS))
+    p.add_argument("-r", type=int, default=0)
+    p.add_argument("-c", type=int, default=0, help="accepted for symmetry; gloo results are not checked")
+    a = p.parse_args()
+    if a.np > 0:
+        mp.spawn(worker, args=(a.np, a, 29000 + os.getpid() % 20000), nprocs=a.np, join=True)
+    else:
+        dist.init_process_group("gloo")
+        try:
+            bench(dist.get_rank(), dist.get_world_size(), a)
+        finally:
+            dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The README's comparison command: installs what is missing (Open MPI, iperf3,
+# the Python environment with torch and matplotlib), builds, and runs one
+# comparison scenario, writing docs/benchmarks/<scenario>.md and its plots.
+#   scripts/bench.sh local [--np 2] [--reps 3]
+#   scripts/bench.sh netns [--rate 2gbit] [--reps 3]     (needs root)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scenario=${1:?usage: scripts/bench.sh local|netns [options]}
+shift
+scripts/setup.sh bench
+scripts/venv.sh >/dev/null
+scripts/build.sh
+exec python3 bench/compare.py "$scenario" "$@"
