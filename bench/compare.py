@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -118,13 +119,13 @@ class Netns:
 set -e
 source {os.path.join(ROOT, 'scripts', 'netns_lib.sh')}
 netns_setup 2 {self.rate}
-echo "$(netns_name 0) $(netns_name 1) $(netns_addr 0) $(netns_addr 1)"
+echo "$(netns_name 0) $(netns_name 1) $(netns_addr 0) $(netns_addr 1) $(netns_ifname 0) $(netns_ifname 1)"
 sleep 1000000 & wait $!  # in the background, so SIGTERM runs the cleanup trap at once
 """
         self.helper = subprocess.Popen(["bash", "-c", script], stdout=subprocess.PIPE, text=True,
                                        start_new_session=True)
-        self.ns, self.addr = [None, None], [None, None]
-        self.ns[0], self.ns[1], self.addr[0], self.addr[1] = self.helper.stdout.readline().split()
+        words = self.helper.stdout.readline().split()
+        self.ns, self.addr, self.ifname = words[0:2], words[2:4], words[4:6]
         self.iperf = subprocess.Popen(["ip", "netns", "exec", self.ns[1], "iperf3", "-s", "-p", "5299"],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.port = 29700
@@ -137,7 +138,7 @@ sleep 1000000 & wait $!  # in the background, so SIGTERM runs the cleanup trap a
         tool = ([os.path.join(BENCH, "strata-perf")] if lib == "strata"
                 else [PY, os.path.join(ROOT, "bench", "baselines", "gloo_perf.py")])
         env = ("RANK=r WORLD_SIZE=2 STRATA_COMM_ID=<ns0>:port STRATA_HOSTID=node<r>" if lib == "strata"
-               else "RANK=r WORLD_SIZE=2 MASTER_ADDR=<ns0> MASTER_PORT=port")
+               else "RANK=r WORLD_SIZE=2 MASTER_ADDR=<ns0> MASTER_PORT=port GLOO_SOCKET_IFNAME=<veth r>")
         return ["ip", "netns", "exec", "<ns r>", "env", env] + tool + a
 
     def measure(self, lib, coll, rng):
@@ -149,12 +150,20 @@ sleep 1000000 & wait $!  # in the background, so SIGTERM runs the cleanup trap a
                 env.update(STRATA_COMM_ID=f"{self.addr[0]}:{self.port}", STRATA_HOSTID=f"node{r}")
                 tool = [os.path.join(BENCH, "strata-perf")]
             else:
-                env.update(MASTER_ADDR=self.addr[0], MASTER_PORT=str(self.port))
+                # Gloo finds its interface from the hostname unless told.
+                env.update(MASTER_ADDR=self.addr[0], MASTER_PORT=str(self.port), GLOO_SOCKET_IFNAME=self.ifname[r])
                 tool = [PY, os.path.join(ROOT, "bench", "baselines", "gloo_perf.py")]
             procs.append(subprocess.Popen(["ip", "netns", "exec", self.ns[r]] + tool + sweep_args(coll, rng),
                                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-        out, err = procs[0].communicate(timeout=900)
-        procs[1].wait(timeout=120)
+        try:
+            out, err = procs[0].communicate(timeout=600)
+            err1 = procs[1].communicate(timeout=120)[1]
+        except subprocess.TimeoutExpired:
+            for pr in procs:
+                pr.kill()
+            sys.exit(f"{lib} {coll} hung in the namespaces")
+        if procs[1].returncode != 0:
+            sys.exit(f"{lib} {coll} rank 1 failed in the namespaces:\n{err1[-1500:]}")
         if procs[0].returncode != 0:
             sys.exit(f"{lib} {coll} failed in the namespaces:\n{out[-1500:]}\n{err[-1500:]}")
         return parse_rows(out)
@@ -219,6 +228,8 @@ def plot(results, libs, coll, path, title):
 
 
 def main():
+    # A SIGTERM must still run the cleanup (namespaces, servers) in finally blocks.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("compare.py: terminated"))
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", choices=["local", "netns"])
     p.add_argument("--np", type=int, default=2, help="ranks for the local scenario")
@@ -226,8 +237,14 @@ def main():
     p.add_argument("--rate", default="", help="tbf rate for the netns links, e.g. 2gbit")
     p.add_argument("--collectives", default=",".join(COLLECTIVES))
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks"))
+    p.add_argument("--from-json", help="rewrite the report from a saved <scenario>.json, measuring nothing")
     args = p.parse_args()
     colls = args.collectives.split(",")
+    if args.from_json:
+        saved = json.load(open(args.from_json))
+        results = {tuple(k.split("|")): {int(sz): v for sz, v in d.items()} for k, d in saved["results"].items()}
+        return write_report(args, colls, saved["libs"], results, saved["limits"], saved["commands"],
+                            saved["date"], saved["argv"])
     env = Local(args) if args.scenario == "local" else Netns(args)
     try:
         libs = env.libraries()
@@ -244,12 +261,20 @@ def main():
                             d["bus"].append(bw)
             print(f"rep {rep + 1}/{args.reps} done after {time.time() - started:.0f} s", file=sys.stderr)
         limits = env.limits()
+        commands = {lib: [" ".join(env.command(lib, "COLLECTIVE", rng)) for rng in (SMALL, LARGE)] for lib in libs}
     finally:
         env.close()
-    write_report(args, colls, libs, results, limits, env)
+    # Save the raw measurements first: the report can be rebuilt from them.
+    os.makedirs(args.out, exist_ok=True)
+    date, argv = time.strftime("%Y-%m-%d"), " ".join(sys.argv[1:])
+    with open(os.path.join(args.out, f"{args.scenario}.json"), "w") as f:
+        json.dump({"libs": libs, "limits": limits, "commands": commands, "date": date, "argv": argv,
+                   "results": {f"{lib}|{coll}": {str(sz): v for sz, v in d.items()}
+                               for (lib, coll), d in results.items()}}, f)
+    write_report(args, colls, libs, results, limits, commands, date, argv)
 
 
-def write_report(args, colls, libs, results, limits, env):
+def write_report(args, colls, libs, results, limits, commands, date, argv):
     os.makedirs(args.out, exist_ok=True)
     name = args.scenario
     n = args.np if args.scenario == "local" else 2
@@ -257,8 +282,8 @@ def write_report(args, colls, libs, results, limits, env):
              else f"2 ranks in two network namespaces joined by veth"
                   + (f", links shaped to {args.rate} (tbf)" if args.rate else ", unshaped"))
     lines = [f"# Benchmark: {name}", "",
-             f"{where}; float32, sum; out-of-place. Generated by `python3 bench/compare.py {' '.join(sys.argv[1:])}`"
-             f" on {time.strftime('%Y-%m-%d')}.", "",
+             f"{where}; float32, sum; out-of-place. Generated by `scripts/bench.sh {argv}`"
+             f" on {date}.", "",
              f"- Machine: {machine()}",
              f"- Repetitions: {args.reps} per library and collective, library order alternating run by run; "
              "cells are median (min–max) over the repetitions.",
@@ -266,8 +291,8 @@ def write_report(args, colls, libs, results, limits, env):
              "all_gather and alltoall (size = the whole array), × 1 for broadcast and reduce.",
              "- Commands (one sweep each; small sizes with 1000 iterations, large with 20):"]
     for lib in libs:
-        for rng in (SMALL, LARGE):
-            lines.append(f"  - {lib}: `{' '.join(env.command(lib, 'COLLECTIVE', rng))}`")
+        for cmd in commands[lib]:
+            lines.append(f"  - {lib}: `{cmd}`")
     if limits:
         lines += ["", "Physical limits measured in the same run:", ""]
         lines += [f"- {what}: {val:.2f} GB/s" for what, val in limits]
@@ -303,8 +328,6 @@ def write_report(args, colls, libs, results, limits, env):
     path = os.path.join(args.out, f"{name}.md")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
-    with open(os.path.join(args.out, f"{name}.json"), "w") as f:
-        json.dump({f"{lib}|{coll}": {str(s): v for s, v in d.items()} for (lib, coll), d in results.items()}, f)
     print(f"wrote {path}")
 
 

@@ -9,6 +9,6 @@ cd "$(dirname "$0")/.."
 scenario=${1:?usage: scripts/bench.sh local|netns [options]}
 shift
 scripts/setup.sh bench
-scripts/venv.sh >/dev/null
+python=$(scripts/venv.sh)
 scripts/build.sh
-exec python3 bench/compare.py "$scenario" "$@"
+exec "$python" bench/compare.py "$scenario" "$@"

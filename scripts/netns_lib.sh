@@ -48,3 +48,4 @@ netns_setup() {
 
 netns_name() { echo "${NETNS_PREFIX}h$1"; }
 netns_addr() { echo "198.18.$NETNS_SUBNET.$(( $1 + 1 ))"; }
+netns_ifname() { echo "veth$$h$1"; }
