@@ -7,8 +7,9 @@ Scenarios:
          shared memory), Gloo (torch.distributed "gloo"); plus this core's
          memcpy / add bandwidth from strata-micro.
   netns  2 ranks in two network namespaces joined by veth through a bridge
-         (optionally shaped: --rate 2gbit): strata-perf, Gloo, and iperf3
-         --bidir between the same namespaces.
+         (optionally shaped: --rate 2gbit): strata-perf, Open MPI over TCP
+         (mpirun in one namespace, an rsh agent enters the other), Gloo, and
+         iperf3 --bidir between the same namespaces.
 
 Every (library, collective) sweep is repeated --reps times with the library
 order alternating run by run, so drift on a shared machine hits all alike.
@@ -131,9 +132,26 @@ sleep 1000000 & wait $!  # in the background, so SIGTERM runs the cleanup trap a
         self.port = 29700
 
     def libraries(self):
-        return ["strata", "Gloo"] if os.path.exists(PY) else ["strata"]
+        libs = ["strata"]
+        if os.path.exists(os.path.join(BENCH, "mpi-perf")):
+            libs.append("Open MPI")
+        if os.path.exists(PY):
+            libs.append("Gloo")
+        return libs
+
+    def mpirun(self, coll, rng, shown=False):
+        """mpirun inside namespace 0; an rsh agent enters namespace 1 for the second rank."""
+        agent = os.path.join(ROOT, "bench", "baselines", "netns_rsh.sh")
+        ns0, a0, a1 = ("<ns0>", "<addr0>", "<addr1>") if shown else (self.ns[0], self.addr[0], self.addr[1])
+        return (["ip", "netns", "exec", ns0, "env", f"STRATA_NETNS_MAP={a1}={'<ns1>' if shown else self.ns[1]}",
+                 "mpirun", "--allow-run-as-root", "-np", "2", "--host", f"{a0},{a1}", "--mca", "plm_rsh_agent", agent,
+                 "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "198.18.0.0/15",
+                 "--mca", "oob_tcp_if_include", "198.18.0.0/15", "--bind-to", "none",
+                 os.path.join(BENCH, "mpi-perf")] + sweep_args(coll, rng))
 
     def command(self, lib, coll, rng):
+        if lib == "Open MPI":
+            return self.mpirun(coll, rng, shown=True)
         a = sweep_args(coll, rng)
         tool = ([os.path.join(BENCH, "strata-perf")] if lib == "strata"
                 else [PY, os.path.join(ROOT, "bench", "baselines", "gloo_perf.py")])
@@ -142,6 +160,8 @@ sleep 1000000 & wait $!  # in the background, so SIGTERM runs the cleanup trap a
         return ["ip", "netns", "exec", "<ns r>", "env", env] + tool + a
 
     def measure(self, lib, coll, rng):
+        if lib == "Open MPI":
+            return parse_rows(run(self.mpirun(coll, rng)))
         self.port += 2
         procs = []
         for r in (0, 1):

@@ -181,6 +181,8 @@ class PlanRunner {
       if (!pushDesc(*out, f, st)) return moved;
       moved = true;
     }
+    if (out && !f.reduce && !(f.finalize && plan_.redop == strataAvg) && (!f.sendsDesc || st.descSent))
+      return stepForward(f, st, in, *out) || moved;
     const size_t elem = plan_.elemSize;
     // The descriptor rides in front of the first forwarded fragment.
     size_t prefix = (out && f.sendsDesc && !st.descSent) ? kOpDescBytes : 0;
@@ -224,6 +226,39 @@ class PlanRunner {
       }
       if (in) in->consumeRecv(n);
       st.done += n;
+      moved = true;
+    }
+    return moved;
+  }
+
+  // A value that is plain data (no reduction) is forwarded with trySend from
+  // where it already lies (the source, or dst after the copy), so a TCP link
+  // sends it without a staging copy. Only what the link took is consumed.
+  bool stepForward(const Flow& f, FlowState& st, Channel* in, Channel& out) {
+    bool moved = false;
+    while (st.done < f.bytes) {
+      size_t n = std::min(f.bytes - st.done, kMaxFragment);
+      const uint8_t* from = st.src ? st.src + st.done : nullptr;
+      if (in) {
+        ConstSpan s = in->peekRecv();
+        n = std::min(n, s.size);
+        from = s.data;
+      }
+      // Packets are whole elements (a reducing receiver never consumes a
+      // partial one): end this piece on an element boundary of the flow.
+      // A frame the link took only in part is then still completed, since
+      // the boundary lies past its end.
+      size_t end = (st.done + n) / plan_.elemSize * plan_.elemSize;
+      if (end <= st.done) break;
+      n = end - st.done;
+      if (st.dst) {
+        if (st.dst + st.done != from) std::memcpy(st.dst + st.done, from, n);
+        from = st.dst + st.done;
+      }
+      size_t sent = out.trySend(from, n);
+      if (sent == 0) break;
+      if (in) in->consumeRecv(sent);
+      st.done += sent;
       moved = true;
     }
     return moved;

@@ -1,5 +1,6 @@
 #include "support/mem_links.h"
 
+#include <algorithm>
 #include <deque>
 #include <mutex>
 
@@ -29,12 +30,35 @@ class MemChannel : public Channel {
     std::lock_guard<std::mutex> lock(out_.mu);
     out_.packets.emplace_back(staging_.begin(), staging_.begin() + long(bytes));
   }
+  // Like TCP: a streamed packet is declared by its first trySend and filled by
+  // later calls, at most kPartialBytes per call; it is delivered when complete.
+  size_t trySend(const void* src, size_t n) override {
+    if (streamLeft_ == 0) {
+      std::lock_guard<std::mutex> lock(out_.mu);
+      if (int(out_.packets.size()) >= out_.capacity) return 0;
+      streamLeft_ = n;
+      streaming_.clear();
+    }
+    size_t take = std::min({n, streamLeft_, kPartialBytes});
+    const auto* p = static_cast<const uint8_t*>(src);
+    streaming_.insert(streaming_.end(), p, p + take);
+    streamLeft_ -= take;
+    if (streamLeft_ == 0) {
+      std::lock_guard<std::mutex> lock(out_.mu);
+      out_.packets.push_back(std::move(streaming_));
+      streaming_ = {};
+    }
+    return take;
+  }
+
+  // Like TCP: only part of a packet may have arrived (at most kPartialBytes,
+  // deliberately not a whole number of 8-byte elements).
   ConstSpan peekRecv() override {
     std::lock_guard<std::mutex> lock(in_.mu);
     if (in_.packets.empty()) return {};
     // Deque elements do not move when others are added at the back.
     const std::vector<uint8_t>& p = in_.packets.front();
-    return {p.data() + in_.headOffset, p.size() - in_.headOffset};
+    return {p.data() + in_.headOffset, std::min(p.size() - in_.headOffset, kPartialBytes)};
   }
   void consumeRecv(size_t n) override {
     std::lock_guard<std::mutex> lock(in_.mu);
@@ -50,9 +74,12 @@ class MemChannel : public Channel {
   void sendAbort(strataResult_t, const std::string&) noexcept override {}
 
  private:
+  static constexpr size_t kPartialBytes = 997;  // odd: never a whole number of elements
   MemFabric::Queue& out_;
   MemFabric::Queue& in_;
   std::vector<uint8_t> staging_;
+  std::vector<uint8_t> streaming_;  // the packet trySend is filling
+  size_t streamLeft_ = 0;
 };
 
 }  // namespace

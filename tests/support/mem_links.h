@@ -1,7 +1,8 @@
 // In-memory links for running the real executor on many ranks (threads) in
 // one process: each directed pair is a bounded queue of packets, so flow
 // control and deadlock-freedom of plans are exercised as with real
-// transports, without sockets or shared memory.
+// transports, without sockets or shared memory. Like TCP, they accept and
+// reveal packets only in pieces of at most 997 bytes.
 #pragma once
 
 #include <memory>
