@@ -294,6 +294,23 @@ def main():
     write_report(args, colls, libs, results, limits, commands, date, argv)
 
 
+def table(results, libs, coll, sizes, key, heading, best, suffix):
+    """Markdown rows of one metric ("bus" or "time") per library, with strata / best other."""
+    out = ["| size | " + " | ".join(f"{lib} {heading}".strip() for lib in libs) + " | strata / best other |",
+           "| ---: | " + " | ".join("---" for _ in libs) + " | ---: |"]
+    for s in sizes:
+        cells, meds = [], {}
+        for lib in libs:
+            d = results.get((lib, coll), {}).get(s)
+            cells.append(cell(d[key]) if d else "—")
+            if d:
+                meds[lib] = med(d[key])
+        others = [v for k, v in meds.items() if k != "strata" and v]
+        ratio = f"{meds['strata'] / best(others):.2f}{suffix}" if "strata" in meds and others else "—"
+        out.append(f"| {s} | " + " | ".join(cells) + f" | {ratio} |")
+    return out
+
+
 def write_report(args, colls, libs, results, limits, commands, date, argv):
     os.makedirs(args.out, exist_ok=True)
     name = args.scenario
@@ -318,32 +335,11 @@ def write_report(args, colls, libs, results, limits, commands, date, argv):
         lines += [f"- {what}: {val:.2f} GB/s" for what, val in limits]
     for coll in colls:
         sizes = sorted({s for lib in libs for s in results.get((lib, coll), {})})
-        lines += ["", f"## {coll}", "", f"![{coll}]({name}-{coll}.png)", "",
-                  "| size | " + " | ".join(f"{lib} busbw GB/s" for lib in libs) + " | strata / best other |",
-                  "| ---: | " + " | ".join("---" for _ in libs) + " | ---: |"]
-        for s in sizes:
-            cells, meds = [], {}
-            for lib in libs:
-                d = results.get((lib, coll), {}).get(s)
-                cells.append(cell(d["bus"]) if d else "—")
-                if d:
-                    meds[lib] = med(d["bus"])
-            others = [v for k, v in meds.items() if k != "strata" and v]
-            ratio = f"{meds['strata'] / max(others):.2f}" if "strata" in meds and others else "—"
-            lines.append(f"| {s} | " + " | ".join(cells) + f" | {ratio} |")
-        lines += ["", "Small-message latency (µs per call):", "",
-                  "| size | " + " | ".join(libs) + " | strata / best other |",
-                  "| ---: | " + " | ".join("---" for _ in libs) + " | ---: |"]
-        for s in [s for s in sizes if s <= 4096]:
-            cells, meds = [], {}
-            for lib in libs:
-                d = results.get((lib, coll), {}).get(s)
-                cells.append(cell(d["time"]) if d else "—")
-                if d:
-                    meds[lib] = med(d["time"])
-            others = [v for k, v in meds.items() if k != "strata" and v]
-            ratio = f"{meds['strata'] / min(others):.2f}× the time" if "strata" in meds and others else "—"
-            lines.append(f"| {s} | " + " | ".join(cells) + f" | {ratio} |")
+        lines += ["", f"## {coll}", "", f"![{coll}]({name}-{coll}.png)", ""]
+        lines += table(results, libs, coll, sizes, "bus", "busbw GB/s", best=max, suffix="")
+        lines += ["", "Small-message latency (µs per call):", ""]
+        lines += table(results, libs, coll, [s for s in sizes if s <= 4096], "time", "", best=min,
+                       suffix="× the time")
         plot(results, libs, coll, os.path.join(args.out, f"{name}-{coll}.png"), f"{name}: {where}")
     path = os.path.join(args.out, f"{name}.md")
     with open(path, "w") as f:
