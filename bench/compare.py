@@ -69,6 +69,16 @@ def machine():
     return f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB memory, {platform.platform()}"
 
 
+def available_libraries():
+    """strata plus every baseline that is built / installed here."""
+    libs = ["strata"]
+    if os.path.exists(os.path.join(BENCH, "mpi-perf")):
+        libs.append("Open MPI")
+    if os.path.exists(PY):
+        libs.append("Gloo")
+    return libs
+
+
 class Local:
     """Libraries on one host."""
 
@@ -76,12 +86,7 @@ class Local:
         self.np = args.np
 
     def libraries(self):
-        libs = ["strata"]
-        if os.path.exists(os.path.join(BENCH, "mpi-perf")):
-            libs.append("Open MPI")
-        if os.path.exists(PY):
-            libs.append("Gloo")
-        return libs
+        return available_libraries()
 
     def command(self, lib, coll, rng):
         a = sweep_args(coll, rng)
@@ -132,12 +137,7 @@ sleep 1000000 & wait $!  # in the background, so SIGTERM runs the cleanup trap a
         self.port = 29700
 
     def libraries(self):
-        libs = ["strata"]
-        if os.path.exists(os.path.join(BENCH, "mpi-perf")):
-            libs.append("Open MPI")
-        if os.path.exists(PY):
-            libs.append("Gloo")
-        return libs
+        return available_libraries()
 
     def mpirun(self, coll, rng, shown=False):
         """mpirun inside namespace 0; an rsh agent enters namespace 1 for the second rank."""

@@ -26,7 +26,6 @@ class TcpChannel : public Channel {
   size_t pollFds(int* out, size_t max) const override;
   void onReadable() override;
   void sendAbort(strataResult_t code, const std::string& message) noexcept override;
-  size_t streams() const { return streams_.size(); }
 
  private:
   TcpStream& sendStream() { return *streams_[sent_ % streams_.size()]; }
