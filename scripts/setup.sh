@@ -3,9 +3,9 @@
 # packages are installed, so a second run takes a second.
 # Usage: scripts/setup.sh [test|bench]   (bench adds Open MPI and iperf3)
 set -euo pipefail
-want=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev iproute2)
+want=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev iproute2 libhwloc-dev nlohmann-json3-dev)
 if [ "${1:-test}" = bench ]; then
-  want+=(libopenmpi-dev openmpi-bin iperf3 libhwloc-dev)
+  want+=(libopenmpi-dev openmpi-bin iperf3)
 fi
 missing=()
 for p in "${want[@]}"; do

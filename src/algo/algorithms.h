@@ -16,6 +16,19 @@ void buildChainReduce(const CollArgs& a, Plan& plan);
 void buildTreeReduce(const CollArgs& a, Plan& plan);
 void buildPairwiseAllToAll(const CollArgs& a, Plan& plan);
 
+// Hierarchical (src/algo/hierarchical/): need CollArgs::topo.
+void buildHierRingAllReduce(const CollArgs& a, Plan& plan);
+void buildHierLeaderAllReduce(const CollArgs& a, Plan& plan);
+void buildHierRingReduceScatter(const CollArgs& a, Plan& plan);
+void buildHierRingAllGather(const CollArgs& a, Plan& plan);
+void buildHierChainBroadcast(const CollArgs& a, Plan& plan);
+void buildHierTreeBroadcast(const CollArgs& a, Plan& plan);
+void buildHierChainReduce(const CollArgs& a, Plan& plan);
+void buildHierTreeReduce(const CollArgs& a, Plan& plan);
+// Pipeline slices of the hierarchical reduce-scatter / all-gather (same on every rank).
+class Topology;
+size_t hierBlockSlices(const Topology& t, size_t blockBytes, size_t chunkBytes);
+
 // How many pipeline slices a block of `bytes` is cut into.
 inline size_t sliceCount(size_t bytes, size_t chunkBytes) {
   size_t n = (bytes + chunkBytes - 1) / chunkBytes;

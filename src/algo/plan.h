@@ -23,6 +23,8 @@
 
 namespace strata {
 
+class Topology;
+
 enum class Buf : uint8_t { kNone = 0, kSend, kRecv, kScratch };
 
 struct Ref {
@@ -83,6 +85,7 @@ struct Plan {
   strataRedOp_t redop = strataSum;
   int nranks = 1;
   std::string algorithm;
+  double predictedUs = -1;  // the cost model's prediction (-1: forced or none)
 
   // Starts a new phase; following add() calls put flows in it.
   void beginPhase();
@@ -106,6 +109,7 @@ struct CollArgs {
   int root = 0;
   bool inPlace = false;
   size_t chunkBytes = 524288;  // pipeline slice
+  const Topology* topo = nullptr;  // where ranks are (hierarchical algorithms need it)
 };
 
 // Element ranges [begin, end) of block b when `count` elements split in n blocks.

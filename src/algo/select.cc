@@ -1,8 +1,13 @@
 #include "algo/select.h"
 
+#include <cmath>
+
 #include "algo/algorithms.h"
+#include "algo/cost_model.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/log.h"
+#include "topo/topology.h"
 
 namespace strata {
 
@@ -10,39 +15,84 @@ namespace {
 
 using Builder = void (*)(const CollArgs&, Plan&);
 
-struct Candidate {
+// Every algorithm, per collective, in order of preference when predictions tie.
+struct Algorithm {
+  Coll coll;
   const char* name;
   Builder build;
+  bool hierarchical;  // needs CollArgs::topo
 };
 
-// The automatic choice: latency algorithms for small messages, pipelined
-// bandwidth algorithms above config.smallBytes.
-Candidate choose(const CollArgs& a, const Config& cfg) {
-  size_t bytes = a.count * dtypeSize(a.dtype);
-  bool small = bytes <= cfg.smallBytes;
-  const std::string& forced = cfg.algo;
-  switch (a.coll) {
-    case Coll::kAllReduce:
-    case Coll::kBarrier:
-      if (forced == "ring") return {"ring", buildRingAllReduce};
-      if (forced == "recursive_doubling") return {"recursive_doubling", buildRecursiveDoublingAllReduce};
-      if (small || a.count < size_t(a.nranks))
-        return {"recursive_doubling", buildRecursiveDoublingAllReduce};
-      return {"ring", buildRingAllReduce};
-    case Coll::kReduceScatter: return {"ring", buildRingReduceScatter};
-    case Coll::kAllGather: return {"ring", buildRingAllGather};
-    case Coll::kBroadcast:
-      if (forced == "chain" || forced == "ring") return {"chain", buildChainBroadcast};
-      if (forced == "tree") return {"tree", buildTreeBroadcast};
-      return small ? Candidate{"tree", buildTreeBroadcast} : Candidate{"chain", buildChainBroadcast};
-    case Coll::kReduce:
-      if (forced == "chain" || forced == "ring") return {"chain", buildChainReduce};
-      if (forced == "tree") return {"tree", buildTreeReduce};
-      return small ? Candidate{"tree", buildTreeReduce} : Candidate{"chain", buildChainReduce};
-    case Coll::kAllToAll: return {"pairwise", buildPairwiseAllToAll};
-    default: break;
+const Algorithm kAlgorithms[] = {
+    {Coll::kAllReduce, "recursive_doubling", buildRecursiveDoublingAllReduce, false},
+    {Coll::kAllReduce, "ring", buildRingAllReduce, false},
+    {Coll::kAllReduce, "hier_ring", buildHierRingAllReduce, true},
+    {Coll::kAllReduce, "hier_leader", buildHierLeaderAllReduce, true},
+    {Coll::kReduceScatter, "ring", buildRingReduceScatter, false},
+    {Coll::kReduceScatter, "hier_ring", buildHierRingReduceScatter, true},
+    {Coll::kAllGather, "ring", buildRingAllGather, false},
+    {Coll::kAllGather, "hier_ring", buildHierRingAllGather, true},
+    {Coll::kBroadcast, "tree", buildTreeBroadcast, false},
+    {Coll::kBroadcast, "chain", buildChainBroadcast, false},
+    {Coll::kBroadcast, "hier_chain", buildHierChainBroadcast, true},
+    {Coll::kBroadcast, "hier_tree", buildHierTreeBroadcast, true},
+    {Coll::kReduce, "tree", buildTreeReduce, false},
+    {Coll::kReduce, "chain", buildChainReduce, false},
+    {Coll::kReduce, "hier_chain", buildHierChainReduce, true},
+    {Coll::kReduce, "hier_tree", buildHierTreeReduce, true},
+    {Coll::kAllToAll, "pairwise", buildPairwiseAllToAll, false},
+};
+
+Coll tableColl(Coll c) { return c == Coll::kBarrier ? Coll::kAllReduce : c; }
+
+// STRATA_ALGO names that stand for a family: "hier" is each collective's
+// bandwidth-optimal hierarchical algorithm, "ring"/"chain" and
+// "hier_tree"/"hier_leader" name the same shape for rooted and unrooted ones.
+bool forcedMatches(const std::string& forced, Coll coll, const char* name) {
+  std::string n = name;
+  if (forced == n) return true;
+  bool rooted = coll == Coll::kBroadcast || coll == Coll::kReduce;
+  if (forced == "hier") return n == (rooted ? "hier_chain" : "hier_ring");
+  if (rooted && forced == "ring") return n == "chain";
+  if (rooted && forced == "hier_ring") return n == "hier_chain";
+  if (rooted && forced == "hier_leader") return n == "hier_tree";
+  if (!rooted && forced == "hier_tree") return n == "hier_leader";
+  return false;
+}
+
+// The algorithm for `a`: the forced one if it applies, else the cost model's
+// fastest. Writes the prediction to *predicted (-1 when forced or no model).
+const Algorithm& choose(const CollArgs& a, const Config& cfg, double* predicted, std::string* why) {
+  const Coll coll = tableColl(a.coll);
+  const size_t bytes = collectiveBytes(coll, a.count, dtypeSize(a.dtype), a.nranks);
+  Topology single;
+  const Topology* topo = a.topo;
+  if (!topo) {
+    single = Topology::singleNode(a.nranks);
+    single.intra = LinkParams{1.0, 5.0, "default"};
+    topo = &single;
   }
-  fail(strataInternalError, "no algorithm for %s", collName(a.coll));
+  const Algorithm* best = nullptr;
+  double bestUs = 0;
+  *predicted = -1;
+  for (const Algorithm& alg : kAlgorithms) {
+    if (alg.coll != coll || (alg.hierarchical && !a.topo)) continue;
+    if (!cfg.algo.empty() && forcedMatches(cfg.algo, coll, alg.name)) {
+      *why = "forced by STRATA_ALGO";
+      return alg;
+    }
+    double us = predictUs(alg.name, coll, bytes, *topo, a.chunkBytes, a.root);
+    if (us < 0) continue;
+    if (why->size() < 400) *why += format("%s%s %.1f us", why->empty() ? "" : ", ", alg.name, us);
+    // A later (more elaborate) algorithm must win by more than 1%.
+    if (!best || us < bestUs * 0.99) {
+      best = &alg;
+      bestUs = us;
+    }
+  }
+  if (!best) fail(strataInternalError, "no algorithm for %s", collName(a.coll));
+  *predicted = bestUs;
+  return *best;
 }
 
 }  // namespace
@@ -54,11 +104,24 @@ Plan buildCollectivePlan(const CollArgs& args, const OpDesc& desc, const Config&
   plan.dtype = args.dtype;
   plan.redop = args.redop;
   plan.nranks = args.nranks;
-  Candidate c = choose(args, config);
-  plan.algorithm = c.name;
-  c.build(args, plan);
+  double predicted = -1;
+  std::string why;
+  const Algorithm& alg = choose(args, config, &predicted, &why);
+  plan.algorithm = alg.name;
+  plan.predictedUs = predicted;
+  if (args.rank == 0)
+    STRATA_INFO("%s count %zu %s: %s, predicted %.1f us (%s)", collName(args.coll), args.count,
+                dtypeName(args.dtype), alg.name, predicted, why.c_str());
+  alg.build(args, plan);
   plan.seal();
   return plan;
+}
+
+std::vector<std::string> algorithmNames(Coll coll) {
+  std::vector<std::string> names;
+  for (const Algorithm& alg : kAlgorithms)
+    if (alg.coll == tableColl(coll)) names.push_back(alg.name);
+  return names;
 }
 
 Plan buildP2PPlan(const std::vector<P2POp>& ops, int rank, int nranks) {
@@ -118,11 +181,8 @@ size_t pipelineSliceBytes(size_t configured, size_t linkCapacity) {
 }
 
 std::string algorithmSummary(const Config& config) {
-  return format("algorithms: all_reduce recursive_doubling <= %zu B < ring; broadcast/reduce tree "
-                "<= %zu B < chain; reduce_scatter/all_gather ring; alltoall pairwise; pipeline "
-                "slice %zu B; forced: %s",
-                config.smallBytes, config.smallBytes, config.chunkBytes,
-                config.algo.empty() ? "none" : config.algo.c_str());
+  return format("algorithms chosen by the cost model (predicted fastest); pipeline slice %zu B; forced: %s",
+                config.chunkBytes, config.algo.empty() ? "none" : config.algo.c_str());
 }
 
 }  // namespace strata

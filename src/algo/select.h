@@ -1,7 +1,9 @@
-// Chooses the algorithm for a collective (by message size and world size, or
-// forced with STRATA_ALGO) and builds its plan; builds send/recv group plans.
+// Chooses the algorithm for a collective (the cost model's fastest for the
+// size and topology, or forced with STRATA_ALGO) and builds its plan; builds
+// send/recv group plans.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "algo/plan.h"
@@ -11,6 +13,10 @@ namespace strata {
 
 // The plan for one collective on one rank. `desc` goes ahead of the data.
 Plan buildCollectivePlan(const CollArgs& args, const OpDesc& desc, const Config& config);
+
+// The algorithms available for a collective (names STRATA_ALGO accepts, plus
+// the families "hier", "hier_tree"/"hier_leader").
+std::vector<std::string> algorithmNames(Coll coll);
 
 // One point-to-point operation of a group.
 struct P2POp {

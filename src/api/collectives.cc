@@ -111,6 +111,7 @@ void runCollective(Request& r) {
   a.root = r.root;
   a.inPlace = r.inPlace;
   a.chunkBytes = pipelineSliceBytes(c.config().chunkBytes, c.linkCapacity());
+  a.topo = &c.topology();
   Buffers bufs{r.send, r.recv, nullptr};
   if (r.coll == Coll::kBarrier) {  // an all-reduce of one byte
     a.count = d.count = 1;

@@ -138,6 +138,7 @@ void encodeRankInfo(const RankInfo& r, uint8_t out[kRankInfoBytes]) {
   put16(out + 4, r.addr.port);
   put64(out + 8, r.hostHash);
   put32(out + 16, uint32_t(r.pid));
+  put32(out + 20, uint32_t(r.numa));
 }
 
 RankInfo decodeRankInfo(const uint8_t in[kRankInfoBytes]) {
@@ -146,6 +147,7 @@ RankInfo decodeRankInfo(const uint8_t in[kRankInfoBytes]) {
   r.addr.port = get16(in + 4);
   r.hostHash = get64(in + 8);
   r.pid = int32_t(get32(in + 16));
+  r.numa = int32_t(get32(in + 20));
   return r;
 }
 

@@ -54,6 +54,7 @@ struct RankInfo {
   SockAddr addr;          // where this rank accepts data connections
   uint64_t hostHash = 0;  // equal for ranks on one host (STRATA_HOSTID overrides)
   int32_t pid = 0;
+  int32_t numa = -1;      // NUMA node of the rank's CPU at init (-1: unknown)
 };
 constexpr size_t kRankInfoBytes = 24;
 void encodeRankInfo(const RankInfo& r, uint8_t out[kRankInfoBytes]);

@@ -9,7 +9,10 @@
 #include "bootstrap/rendezvous.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/link_probe.h"
 #include "kernels/cpu/reduce.h"
+#include "topo/detect.h"
+#include "topo/topo_json.h"
 
 namespace strata {
 
@@ -43,8 +46,10 @@ Comm::Comm(int nranks, int rank, const UniqueIdData& id, Config config)
   mine.addr.port = localAddr(listener_.get()).port;
   mine.hostHash = detectHostHash(config_);
   mine.pid = int32_t(getpid());
+  mine.numa = currentNumaNode();
   ranks_ = rendezvous(id.root, secret_, nranks_, rank_, mine, deadline);
   channels_.resize(size_t(nranks_));
+  buildTopology();
   if (rank_ == 0) {
     STRATA_INFO("strata %d.%d.%d: %d ranks, kernels %s", STRATA_MAJOR, STRATA_MINOR, STRATA_PATCH,
                 nranks_, kernels::isaName());
@@ -55,6 +60,33 @@ Comm::Comm(int nranks, int rank, const UniqueIdData& id, Config config)
 }
 
 Comm::~Comm() = default;
+
+void Comm::buildTopology() {
+  if (!config_.topoFile.empty()) {
+    topo_ = readTopologyFile(config_.topoFile, nranks_);
+  } else {
+    std::vector<long long> hosts;
+    for (const RankInfo& r : ranks_) hosts.push_back((long long)r.hostHash);
+    topo_ = Topology::fromNodeIds(hosts);
+    for (int r = 0; r < nranks_; ++r) topo_.setNuma(r, ranks_[size_t(r)].numa);
+  }
+  topo_.host = detectHostHardware();
+  if (topo_.intra.source.empty()) topo_.intra = defaultIntraLink(config_);
+  if (!config_.intraLink.empty()) topo_.intra = parseLinkParams(config_.intraLink, "STRATA_INTRA_LINK");
+  if (!config_.interLink.empty()) {
+    topo_.inter = parseLinkParams(config_.interLink, "STRATA_INTER_LINK");
+  } else if (topo_.inter.source.empty()) {
+    topo_.inter = defaultInterLink(topo_.host);
+    if (topo_.nnodes() > 1 && config_.linkProbe) topo_.inter = probeInterNodeLink(*this);
+  }
+  if (rank_ == 0 && logLevel() >= LogLevel::kInfo) STRATA_INFO("%s", topo_.summary().c_str());
+  if (!config_.topoDumpFile.empty()) {
+    std::string path = config_.topoDumpFile;
+    size_t at = path.find("%r");
+    if (at != std::string::npos) path.replace(at, 2, std::to_string(rank_));
+    if (rank_ == 0 || at != std::string::npos) writeTopologyFile(topo_, path);
+  }
+}
 
 LinkContext Comm::linkContext(int peer) const {
   LinkContext ctx;

@@ -15,6 +15,7 @@
 #include "algo/plan_cache.h"
 #include "core/config.h"
 #include "exec/link_set.h"
+#include "topo/topology.h"
 #include "transports/transport.h"
 
 namespace strata {
@@ -33,6 +34,7 @@ class Comm : public LinkSet {
   const Config& config() const { return config_; }
   uint64_t nextSeq() { return ++collSeq_; }
   PlanCache& plans() { return plans_; }
+  const Topology& topology() const { return topo_; }
 
   // Makes sure links to `peers` exist (accepting any other peer that connects
   // meanwhile). Throws strataTimeout / strataRemoteError.
@@ -60,6 +62,9 @@ class Comm : public LinkSet {
 
  private:
   LinkContext linkContext(int peer) const;
+  // Placement from host ids (or STRATA_TOPO_FILE), link parameters from
+  // configuration, the file, a probe of the network, or defaults.
+  void buildTopology();
   struct Handshake;
   void addChannel(int peer, std::unique_ptr<Channel> ch);
 
@@ -68,6 +73,7 @@ class Comm : public LinkSet {
   Secret secret_;
   uint64_t commTag_;
   std::vector<RankInfo> ranks_;
+  Topology topo_;
   Fd listener_;
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<Channel*> links_;

@@ -79,7 +79,11 @@ Config readConfig() {
   c.socketIfname = envString("STRATA_SOCKET_IFNAME");
   c.commId = envString("STRATA_COMM_ID");
   c.commSecret = envString("STRATA_COMM_SECRET");
-  c.smallBytes = size_t(envInt("STRATA_SMALL_BYTES", (long long)c.smallBytes));
+  c.topoFile = envString("STRATA_TOPO_FILE");
+  c.topoDumpFile = envString("STRATA_TOPO_DUMP_FILE");
+  c.intraLink = envString("STRATA_INTRA_LINK");
+  c.interLink = envString("STRATA_INTER_LINK");
+  c.linkProbe = envInt("STRATA_LINK_PROBE", 1) != 0;
   c.chunkBytes = size_t(envInt("STRATA_CHUNK_BYTES", (long long)c.chunkBytes));
   c.shmSlotBytes = size_t(envInt("STRATA_SHM_SLOT_BYTES", (long long)c.shmSlotBytes));
   c.shmSlots = int(envInt("STRATA_SHM_SLOTS", c.shmSlots));
@@ -100,12 +104,15 @@ Config readConfig() {
 std::string Config::describe() const {
   return format(
       "STRATA_TIMEOUT_MS=%d STRATA_ALGO=%s STRATA_TRANSPORT=%s STRATA_HOSTID=%s "
-      "STRATA_SOCKET_IFNAME=%s STRATA_COMM_ID=%s STRATA_SMALL_BYTES=%zu STRATA_CHUNK_BYTES=%zu "
+      "STRATA_SOCKET_IFNAME=%s STRATA_COMM_ID=%s STRATA_TOPO_FILE=%s STRATA_INTRA_LINK=%s "
+      "STRATA_INTER_LINK=%s STRATA_LINK_PROBE=%d STRATA_CHUNK_BYTES=%zu "
       "STRATA_SHM_SLOT_BYTES=%zu STRATA_SHM_SLOTS=%d STRATA_TCP_BUFFER_BYTES=%zu STRATA_TCP_SOCKETS=%d",
       timeoutMs, algo.empty() ? "auto" : algo.c_str(),
       transport.empty() ? "auto" : transport.c_str(), hostId.empty() ? "(detected)" : hostId.c_str(),
       socketIfname.empty() ? "(any)" : socketIfname.c_str(),
-      commId.empty() ? "(unset)" : commId.c_str(), smallBytes, chunkBytes, shmSlotBytes, shmSlots,
+      commId.empty() ? "(unset)" : commId.c_str(), topoFile.empty() ? "(detect)" : topoFile.c_str(),
+      intraLink.empty() ? "(default)" : intraLink.c_str(), interLink.empty() ? "(probe)" : interLink.c_str(),
+      int(linkProbe), chunkBytes, shmSlotBytes, shmSlots,
       tcpBufferBytes, tcpSockets);
 }
 

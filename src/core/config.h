@@ -26,7 +26,11 @@ struct Config {
   std::string socketIfname;        // STRATA_SOCKET_IFNAME: interface for data sockets
   std::string commId;              // STRATA_COMM_ID: host:port of the rendezvous root
   std::string commSecret;          // STRATA_COMM_SECRET: shared secret for env init
-  size_t smallBytes = 32768;       // STRATA_SMALL_BYTES: at or below, latency algorithms
+  std::string topoFile;            // STRATA_TOPO_FILE: load the topology instead of detecting it
+  std::string topoDumpFile;        // STRATA_TOPO_DUMP_FILE: write the topology as JSON (%r: rank)
+  std::string intraLink;           // STRATA_INTRA_LINK: "alpha_us,GB/s" for links inside a node
+  std::string interLink;           // STRATA_INTER_LINK: "alpha_us,GB/s" for a node's network link
+  bool linkProbe = true;           // STRATA_LINK_PROBE: measure the network link at init (0: don't)
   size_t chunkBytes = 524288;      // STRATA_CHUNK_BYTES: pipeline slice per ring step
   size_t shmSlotBytes = 524288;    // STRATA_SHM_SLOT_BYTES
   int shmSlots = 8;                // STRATA_SHM_SLOTS

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "exec/executor.h"
 #include "support/collective_check.h"
-#include "support/mem_links.h"
+#include "support/plan_runner.h"
 #include "support/reference.h"
 
 namespace strata {
@@ -31,82 +31,9 @@ std::string caseName(const PlanCase& c) {
 }
 
 
-// Runs one collective on n threads; returns "" or the first problem found.
-std::string runCase(const PlanCase& pc, int n, size_t count, strataDataType_t dtype,
-                    strataRedOp_t op, int root) {
-  const size_t e = test::elemSize(dtype);
-  const size_t sendElems = test::sendsBlocks(pc.coll) ? count * size_t(n) : count;
-  const size_t recvElems = test::recvsBlocks(pc.coll) ? count * size_t(n) : count;
-  std::vector<std::vector<uint8_t>> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
-  std::vector<const void*> inputs;
-  for (int r = 0; r < n; ++r) {
-    in[size_t(r)].resize(sendElems * e + 1);
-    test::fillRandom(dtype, op, in[size_t(r)].data(), sendElems, uint64_t(r) * 1000 + count);
-    inputs.push_back(in[size_t(r)].data());
-    out[size_t(r)].assign(std::max(recvElems, sendElems) * e + 1, 0xEE);
-  }
-  test::MemFabric fabric(n, 1024, 3);
-  std::vector<std::string> errors(static_cast<size_t>(n));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        test::MemLinkSet links(fabric, r);
-        Config cfg;
-        cfg.algo = pc.algo;
-        cfg.chunkBytes = 4096;
-        cfg.smallBytes = 2048;
-        CollArgs a;
-        a.coll = pc.coll;
-        a.rank = r;
-        a.nranks = n;
-        a.count = count;
-        a.dtype = dtype;
-        a.redop = op;
-        a.root = root;
-        a.inPlace = pc.inPlace;
-        a.chunkBytes = pipelineSliceBytes(cfg.chunkBytes, links.linkCapacity());
-        OpDesc d;
-        d.coll = pc.coll;
-        d.dtype = dtype;
-        d.redop = op;
-        d.root = root;
-        d.count = count;
-        d.seq = 1;
-        uint8_t* recv = out[size_t(r)].data();
-        const void* send = in[size_t(r)].data();
-        if (pc.inPlace) {
-          if (pc.coll == Coll::kAllGather) {
-            std::memcpy(recv + size_t(r) * count * e, send, count * e);
-            send = recv + size_t(r) * count * e;
-          } else if (pc.coll == Coll::kReduceScatter) {
-            std::memcpy(recv, send, sendElems * e);
-            send = recv;
-            recv = recv + size_t(r) * count * e;
-          } else {
-            std::memcpy(recv, send, sendElems * e);
-            send = recv;
-          }
-        }
-        Plan plan = buildCollectivePlan(a, d, cfg);
-        executePlan(links, plan, Buffers{send, recv, nullptr});
-        if (pc.inPlace && pc.coll == Coll::kReduceScatter)  // result sits in block r
-          std::memmove(out[size_t(r)].data(), recv, count * e);
-      } catch (const std::exception& ex) {
-        errors[size_t(r)] = ex.what();
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < n; ++r)
-    if (!errors[size_t(r)].empty()) return format("rank %d threw: %s", r, errors[size_t(r)].c_str());
-  for (int r = 0; r < n; ++r) {
-    std::string err = test::checkOutput(pc.coll, dtype, op, n, r, root, count, inputs, out[size_t(r)].data());
-    if (!err.empty()) return format("rank %d: %s", r, err.c_str());
-    if (pc.coll == Coll::kAllReduce && std::memcmp(out[size_t(r)].data(), out[0].data(), count * e))
-      return format("rank %d's result is not bitwise identical to rank 0's", r);
-  }
-  return "";
+std::string runCase(const PlanCase& pc, int n, size_t count, strataDataType_t dtype, strataRedOp_t op,
+                    int root) {
+  return test::runPlanCase(pc.coll, pc.algo, pc.inPlace, n, count, dtype, op, root);
 }
 
 class PlanExec : public ::testing::TestWithParam<PlanCase> {};

@@ -1,0 +1,245 @@
+#include "algo/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "algo/algorithms.h"
+#include "algo/hierarchical/teams.h"
+
+namespace strata {
+
+namespace {
+
+// A set of transfers that happen at once (one step): (from, to) pairs each
+// moving `bytes`. Its time is the slowest transfer, with every node's network
+// bandwidth shared by the transfers leaving (or entering) that node.
+double stepUs(const Topology& t, const std::vector<std::pair<int, int>>& pairs, double bytes) {
+  if (pairs.empty()) return 0;
+  std::vector<int> out(size_t(t.nnodes()), 0), in(size_t(t.nnodes()), 0);
+  for (auto [a, b] : pairs)
+    if (t.nodeOf(a) != t.nodeOf(b)) {
+      out[size_t(t.nodeOf(a))]++;
+      in[size_t(t.nodeOf(b))]++;
+    }
+  double worst = 0;
+  for (auto [a, b] : pairs) {
+    double us;
+    if (t.nodeOf(a) == t.nodeOf(b)) {
+      us = t.intra.us(bytes);
+    } else {
+      int share = std::max(out[size_t(t.nodeOf(a))], in[size_t(t.nodeOf(b))]);
+      us = t.inter.alphaUs + bytes * share / (t.inter.gbps * 1e3);
+    }
+    worst = std::max(worst, us);
+  }
+  return worst;
+}
+
+// A ring over `order` in which every member sends `bytes` to the next, `steps` times.
+double ringUs(const Topology& t, const std::vector<int>& order, double bytes, double steps) {
+  std::vector<std::pair<int, int>> pairs;
+  for (size_t i = 0; i < order.size(); ++i) pairs.emplace_back(order[i], order[(i + 1) % order.size()]);
+  return order.size() < 2 ? 0 : steps * stepUs(t, pairs, bytes);
+}
+
+std::vector<int> identity(int n) {
+  std::vector<int> v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) v[size_t(i)] = i;
+  return v;
+}
+
+// A pipelined chain over `order`: the first slice crosses every hop, the
+// other P-1 follow one slowest hop apart.
+double chainUs(const Topology& t, const std::vector<int>& order, double bytes, size_t chunk) {
+  if (order.size() < 2) return 0;
+  size_t p = sliceCount(size_t(bytes), chunk);
+  double slice = bytes / double(p), first = 0, slowest = 0;
+  std::vector<std::pair<int, int>> all;
+  for (size_t i = 0; i + 1 < order.size(); ++i) all.emplace_back(order[i], order[i + 1]);
+  for (auto pr : all) {
+    double us = stepUs(t, {pr}, slice);
+    first += us;
+  }
+  slowest = stepUs(t, all, slice);  // all hops busy at once in steady state
+  return first + double(p - 1) * slowest;
+}
+
+// Recursive doubling over `team` (global ranks), as buildRecursiveDoublingAllReduce does it.
+double recursiveDoublingUs(const Topology& t, const std::vector<int>& team, double bytes) {
+  const int n = int(team.size());
+  if (n < 2) return 0;
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const int rem = n - p;
+  double us = 0;
+  std::vector<std::pair<int, int>> fold;
+  for (int r = 0; r < 2 * rem; r += 2) fold.emplace_back(team[size_t(r)], team[size_t(r + 1)]);
+  us += 2 * stepUs(t, fold, bytes);
+  for (int m = 1; m < p; m <<= 1) {
+    std::vector<std::pair<int, int>> pairs;
+    for (int v = 0; v < p; ++v) {
+      int pv = v ^ m;
+      int a = v < rem ? v * 2 + 1 : v + rem, b = pv < rem ? pv * 2 + 1 : pv + rem;
+      pairs.emplace_back(team[size_t(a)], team[size_t(b)]);
+    }
+    us += stepUs(t, pairs, bytes);
+  }
+  return us;
+}
+
+// A binomial tree from team[root] (broadcast; a reduce is the same rounds reversed).
+double treeUs(const Topology& t, const std::vector<int>& team, int root, double bytes) {
+  const int n = int(team.size());
+  double us = 0;
+  int top = 1;
+  while (top < n) top <<= 1;
+  for (int m = top >> 1; m > 0; m >>= 1) {
+    std::vector<std::pair<int, int>> pairs;
+    for (int v = 0; v + m < n; v += 2 * m)
+      pairs.emplace_back(team[size_t((v + root) % n)], team[size_t((v + m + root) % n)]);
+    us += stepUs(t, pairs, bytes);
+  }
+  return us;
+}
+
+std::vector<int> nodeOrder(const Topology& t, int root) {
+  std::vector<int> order{root};
+  for (int i = 0; i < t.nnodes(); ++i)
+    for (int r : t.node((t.nodeOf(root) + i) % t.nnodes()))
+      if (r != root) order.push_back(r);
+  return order;
+}
+
+std::vector<int> leaders(const Topology& t, int root) {
+  std::vector<int> l;
+  for (int m = 0; m < t.nnodes(); ++m) l.push_back(m == t.nodeOf(root) ? root : t.node(m)[0]);
+  return l;
+}
+
+// The inter-node stage of the hierarchical rings: every carried column's
+// ring across nodes, with all of a node's ranks streaming at once.
+double interColumnsUs(const Topology& t, double columnBytesPerStep, double stepsPerColumn) {
+  if (t.nnodes() < 2) return 0;
+  double worst = 0;
+  for (int m = 0; m < t.nnodes(); ++m) {
+    const double l = double(t.node(m).size());
+    const double carried = std::ceil(double(t.maxLocal()) / l);
+    double step = t.inter.alphaUs + columnBytesPerStep * std::min<double>(l, t.maxLocal()) / (t.inter.gbps * 1e3);
+    worst = std::max(worst, carried * stepsPerColumn * step);
+  }
+  return worst;
+}
+
+double hierRingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
+  const double k = t.maxLocal(), nodes = t.nnodes();
+  const double slices = double(sliceCount(size_t(bytes / k * maxCarried(t)) + 1, chunk));
+  const double part = bytes / k / slices;
+  double intra = 0;
+  for (int m = 0; m < t.nnodes(); ++m) {
+    double l = double(t.node(m).size());
+    intra = std::max(intra, ringUs(t, t.node(m), part * std::ceil(k / l), l - 1));
+  }
+  double inter = interColumnsUs(t, part / nodes, 2 * (nodes - 1));
+  return slices * (2 * intra + inter);
+}
+
+double hierRingScatterGatherUs(const Topology& t, double bytes, size_t chunk) {
+  const double n = t.nranks(), nodes = t.nnodes(), block = bytes / n;
+  double most = 1;
+  for (int m = 0; m < t.nnodes(); ++m) most = std::max(most, std::ceil(n / double(t.node(m).size())));
+  const double slices = double(sliceCount(size_t(block * most) + 1, chunk));
+  double intra = 0;
+  for (int m = 0; m < t.nnodes(); ++m) {
+    double l = double(t.node(m).size());
+    intra = std::max(intra, ringUs(t, t.node(m), block / slices * std::ceil(n / l), l - 1));
+  }
+  double inter = interColumnsUs(t, block / slices, nodes - 1);
+  return slices * (intra + inter);
+}
+
+int ceilLog2(int n) {
+  int r = 0;
+  while ((1 << r) < n) ++r;
+  return r;
+}
+
+double hierTreeUs(const Topology& t, int root, double bytes) {
+  double intra = 0;
+  for (int m = 0; m < t.nnodes(); ++m) intra = std::max(intra, ceilLog2(int(t.node(m).size())) * t.intra.us(bytes));
+  return treeUs(t, leaders(t, root), t.nodeOf(root), bytes) + intra;
+}
+
+}  // namespace
+
+size_t collectiveBytes(Coll coll, size_t count, size_t elemSize, int nranks) {
+  size_t bytes = count * elemSize;
+  bool blocks = coll == Coll::kReduceScatter || coll == Coll::kAllGather || coll == Coll::kAllToAll;
+  return blocks ? bytes * size_t(nranks) : bytes;
+}
+
+double predictUs(const std::string& algo, Coll coll, size_t bytesIn, const Topology& t, size_t chunk,
+                 int root) {
+  const int n = t.nranks();
+  const double bytes = double(bytesIn);
+  if (n == 1) return 0;
+  const double slices = double(sliceCount(size_t(bytes / n) + 1, chunk));
+  switch (coll) {
+    case Coll::kAllReduce:
+    case Coll::kBarrier:
+      if (algo == "ring") return ringUs(t, identity(n), bytes / n / slices, 2.0 * (n - 1) * slices);
+      if (algo == "recursive_doubling") return recursiveDoublingUs(t, identity(n), bytes);
+      if (algo == "hier_ring") return hierRingAllReduceUs(t, bytes, chunk);
+      if (algo == "hier_leader") {
+        double intra = 0;
+        for (int m = 0; m < t.nnodes(); ++m) intra = std::max(intra, ceilLog2(int(t.node(m).size())) * t.intra.us(bytes));
+        return 2 * intra + recursiveDoublingUs(t, leaders(t, t.node(0)[0]), bytes);
+      }
+      return -1;
+    case Coll::kReduceScatter:
+    case Coll::kAllGather:
+      if (algo == "ring") return ringUs(t, identity(n), bytes / n / slices, double(n - 1) * slices);
+      if (algo == "hier_ring") return hierRingScatterGatherUs(t, bytes, chunk);
+      return -1;
+    case Coll::kBroadcast:
+    case Coll::kReduce: {
+      // Broadcast chains start at the root; reduce chains end there.
+      std::vector<int> rankOrder, topoOrder = nodeOrder(t, root);
+      for (int i = 0; i < n; ++i) rankOrder.push_back((root + i) % n);
+      if (coll == Coll::kReduce) {
+        std::rotate(rankOrder.begin(), rankOrder.begin() + 1, rankOrder.end());
+        std::reverse(topoOrder.begin(), topoOrder.end());
+      }
+      if (algo == "chain") return chainUs(t, rankOrder, bytes, chunk);
+      if (algo == "tree") return treeUs(t, identity(n), root, bytes);
+      if (algo == "hier_chain") return chainUs(t, topoOrder, bytes, chunk);
+      if (algo == "hier_tree") return hierTreeUs(t, root, bytes);
+      return -1;
+    }
+    case Coll::kAllToAll:
+      if (algo == "pairwise") {
+        double us = 0;
+        for (int k = 1; k < n; ++k) {
+          std::vector<std::pair<int, int>> pairs;
+          for (int r = 0; r < n; ++r) pairs.emplace_back(r, (r + k) % n);
+          us += stepUs(t, pairs, bytes / n / n);
+        }
+        return us;
+      }
+      return -1;
+    default: return -1;
+  }
+}
+
+double busBandwidth(Coll coll, size_t bytes, int n, double us) {
+  if (us <= 0) return 0;
+  double algbw = double(bytes) / (us * 1e3);  // GB/s
+  switch (coll) {
+    case Coll::kAllReduce: return algbw * 2.0 * (n - 1) / n;
+    case Coll::kReduceScatter:
+    case Coll::kAllGather:
+    case Coll::kAllToAll: return algbw * double(n - 1) / n;
+    default: return algbw;
+  }
+}
+
+}  // namespace strata

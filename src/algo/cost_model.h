@@ -1,0 +1,35 @@
+// The cost model: predicts how long each candidate algorithm takes for a
+// collective of a given size on a given topology, from the link parameters
+// (latency alpha and bandwidth per link class, see topo/topology.h). Like
+// NCCL's tuning model it is a sum of per-step costs, but the steps come from
+// the algorithm's actual communication pattern on this placement: a step
+// costs alpha plus its bytes over the bandwidth of the slowest link it uses,
+// where a node's network bandwidth is shared by all streams leaving the node
+// at once. The selector runs the fastest prediction; strata-model (bench/)
+// uses the same functions to predict clusters this machine cannot run.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "algo/plan.h"
+#include "topo/topology.h"
+
+namespace strata {
+
+// Bytes the cost model talks about: the whole vector the collective moves
+// (all-reduce/broadcast/reduce: count*elem; reduce-scatter input and
+// all-gather output: nranks*count*elem; alltoall: nranks*count*elem).
+size_t collectiveBytes(Coll coll, size_t count, size_t elemSize, int nranks);
+
+// Predicted microseconds of `algorithm` (a name from the selector's table)
+// for `bytes` on `topo`, with pipeline slices of `chunkBytes`. Negative when
+// the algorithm does not apply to the collective.
+double predictUs(const std::string& algorithm, Coll coll, size_t bytes, const Topology& topo,
+                 size_t chunkBytes, int root = 0);
+
+// nccl-tests' bus bandwidth (GB/s) for `bytes` moved in `us` microseconds.
+double busBandwidth(Coll coll, size_t bytes, int nranks, double us);
+
+}  // namespace strata

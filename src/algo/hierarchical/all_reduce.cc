@@ -1,0 +1,72 @@
+// Hierarchical all-reduce.
+//  - ring (bandwidth): per pipeline slice, (1) a ring reduce-scatter inside
+//    each node leaves part j of the node's sum with column j's carrier,
+//    (2) each carrier runs a ring all-reduce of its part with the carriers of
+//    the same part on the other nodes, all columns at once, (3) a ring
+//    all-gather inside each node. A node's link carries 2(N-1)/N of the data,
+//    the minimum, split over as many streams as the node has ranks.
+//  - leader (latency): a binomial-tree reduce to one leader per node,
+//    recursive doubling among the leaders, a binomial-tree broadcast back.
+#include "algo/algorithms.h"
+#include "algo/compose.h"
+#include "algo/hierarchical/teams.h"
+
+namespace strata {
+
+void buildHierRingAllReduce(const CollArgs& a, Plan& plan) {
+  const Topology& t = *a.topo;
+  const size_t e = plan.elemSize;
+  const int k = t.maxLocal(), nodes = t.nnodes();
+  const Team local = nodeTeam(t, a.rank);
+  const std::vector<int> mine = carriedColumns(t, a.rank);
+  // The same slicing on every node: sized for the rank carrying most parts.
+  const size_t maxPart = (a.count / size_t(k) + 1) * e;
+  const size_t slices = sliceCount(maxPart * size_t(maxCarried(t)), a.chunkBytes);
+  for (size_t s = 0; s < slices; ++s) {
+    // Slice s of every part: part j's elements [begin, begin + len).
+    std::vector<RingBlock> parts;
+    for (int j = 0; j < k; ++j) {
+      size_t pb = blockBegin(a.count, k, j), pl = blockBegin(a.count, k, j + 1) - pb;
+      size_t begin = pb + blockBegin(pl, int(slices), int(s));
+      size_t len = blockBegin(pl, int(slices), int(s) + 1) - blockBegin(pl, int(slices), int(s));
+      RingBlock b;
+      b.owner = j % local.size();
+      b.src = at(Buf::kSend, begin * e);
+      b.dst = at(Buf::kRecv, begin * e);
+      b.elems = len;
+      parts.push_back(b);
+    }
+    emitRingReduceScatter(plan, local, parts, kNoSlicing, nodes == 1);
+    if (nodes > 1)
+      for (int j : mine)
+        emitRingAllReduceInPlace(plan, columnTeam(t, j, a.rank), parts[size_t(j)].dst, parts[size_t(j)].elems,
+                                 kNoSlicing, true);
+    for (RingBlock& b : parts) b.src = b.dst;
+    emitRingAllGather(plan, local, parts, kNoSlicing);
+  }
+}
+
+void buildHierLeaderAllReduce(const CollArgs& a, Plan& plan) {
+  const Topology& t = *a.topo;
+  const size_t bytes = a.count * plan.elemSize;
+  const int nodes = t.nnodes();
+  const Team local = nodeTeam(t, a.rank);
+  const bool leader = local.me == 0;
+  CollArgs sub = a;
+  sub.root = 0;
+  // The node's sum lands on the leader: in recvbuff when it is final already
+  // (one node), else in scratch as the leaders' input.
+  Ref nodeSum = at(Buf::kSend, 0);
+  if (local.size() > 1) {
+    if (leader && nodes > 1) nodeSum = reserveScratch(plan, bytes);
+    if (leader && nodes == 1) nodeSum = at(Buf::kRecv, 0);
+    appendStage(plan, buildTreeReduce, local, sub, Rebind{at(Buf::kSend, 0), nodeSum, nodes == 1});
+  }
+  if (nodes > 1 && leader)
+    appendStage(plan, buildRecursiveDoublingAllReduce, leaderTeam(t, t.node(0)[0], a.rank), sub,
+                Rebind{nodeSum, at(Buf::kRecv, 0), true});
+  if (local.size() > 1)
+    appendStage(plan, buildTreeBroadcast, local, sub, Rebind{at(Buf::kRecv, 0), at(Buf::kRecv, 0), false});
+}
+
+}  // namespace strata

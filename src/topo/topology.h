@@ -1,0 +1,88 @@
+// What strata knows about where ranks run, for choosing and building
+// topology-aware algorithms:
+//  - placement: which node (host) each rank is on and its index there
+//    (local rank), and the NUMA node of its CPU;
+//  - this rank's host hardware (NUMA nodes, cores, GPUs with NVLink / peer
+//    access, NICs with speed and NUMA affinity), for logs and the JSON dump;
+//  - the link model: latency (alpha) and bandwidth per link class, the
+//    parameters of the cost model (src/algo/cost_model.h).
+// Detected at communicator init (detect.cc), or loaded from STRATA_TOPO_FILE;
+// written with STRATA_TOPO_DUMP_FILE (topo_json.cc).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace strata {
+
+// One link class of the cost model. A message of b bytes costs
+// alphaUs + b / (gbps * 1e3) microseconds on an unshared link.
+struct LinkParams {
+  double alphaUs = 1.0;
+  double gbps = 1.0;       // GB/s (1e9 bytes per second)
+  std::string source;      // where the numbers came from: default | configured | measured | file
+  double us(double bytes) const { return alphaUs + bytes / (gbps * 1e3); }
+};
+
+struct Nic {
+  std::string name;
+  double gbps = 0;  // link speed in GB/s as sysfs reports it (0: unknown)
+  int numa = -1;
+};
+
+struct Gpu {
+  int index = 0;
+  std::string busId;
+  int numa = -1;
+};
+
+struct HostHardware {
+  std::string hostname;
+  int numaNodes = 1;
+  int cores = 1;
+  std::vector<Nic> nics;
+  std::vector<Gpu> gpus;
+  std::vector<std::pair<int, int>> nvlinkPairs;      // GPU index pairs joined by NVLink
+  std::vector<std::pair<int, int>> peerAccessPairs;  // pairs with CUDA peer access
+  std::string gpuSource;                             // nvml | none
+};
+
+struct RankPlace {
+  int node = 0;   // index into Topology::nodes
+  int local = 0;  // index of the rank within its node
+  int numa = -1;  // NUMA node of the rank's CPU (-1: unknown)
+};
+
+class Topology {
+ public:
+  Topology() = default;
+  // Ranks grouped by node id (any integers; nodes numbered by first appearance).
+  static Topology fromNodeIds(const std::vector<long long>& nodeIds);
+  // n ranks on one node.
+  static Topology singleNode(int n);
+
+  int nranks() const { return int(places_.size()); }
+  int nnodes() const { return int(nodes_.size()); }
+  const RankPlace& place(int rank) const { return places_[size_t(rank)]; }
+  int nodeOf(int rank) const { return places_[size_t(rank)].node; }
+  // The ranks of node m, ascending; member i has local index i.
+  const std::vector<int>& node(int m) const { return nodes_[size_t(m)]; }
+  int maxLocal() const;
+  // Every node has the same number of ranks.
+  bool uniform() const;
+  void setNuma(int rank, int numa) { places_[size_t(rank)].numa = numa; }
+
+  LinkParams intra;   // between ranks on one node
+  LinkParams inter;   // between nodes: the bandwidth of one node's network link
+  HostHardware host;  // the host of the rank that detected it
+
+  // A one-screen summary for INFO logs.
+  std::string summary() const;
+
+ private:
+  std::vector<RankPlace> places_;
+  std::vector<std::vector<int>> nodes_;
+};
+
+}  // namespace strata

@@ -1,0 +1,324 @@
+// Hierarchical algorithms on synthetic topologies, without processes:
+//  - every collective x algorithm run by the real executor over in-memory
+//    links on layouts up to 24 ranks (even, uneven such as 3 + 1, round-robin
+//    placement), checked against the reference;
+//  - plan construction for 1..64 nodes x 1..8 ranks checked by a symbolic
+//    run (every byte sent is received, every rank finishes) and by counting
+//    the bytes each node sends over the network (the hierarchical ring must
+//    reach the minimum, 2(N-1)/N of the data for an all-reduce).
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "algo/cost_model.h"
+#include "algo/select.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "support/plan_runner.h"
+#include "topo/topology.h"
+
+namespace strata {
+namespace {
+
+// Node id of every rank, e.g. {0,0,0,1} = 3 + 1.
+struct Layout {
+  const char* name;
+  std::vector<long long> nodeOf;
+};
+
+void PrintTo(const Layout& l, std::ostream* os) { *os << l.name; }
+
+std::vector<Layout> layouts() {
+  return {
+      {"2x2", {0, 0, 1, 1}},
+      {"2x2_roundrobin", {0, 1, 0, 1}},
+      {"3plus1", {0, 0, 0, 1}},
+      {"1plus3", {0, 1, 1, 1}},
+      {"2x3", {0, 0, 0, 1, 1, 1}},
+      {"3x2_roundrobin", {0, 1, 2, 0, 1, 2}},
+      {"2plus1plus2", {0, 0, 1, 2, 2}},
+      {"4x2", {0, 0, 1, 1, 2, 2, 3, 3}},
+      {"1x5", {0, 0, 0, 0, 0}},
+      {"5x1", {0, 1, 2, 3, 4}},
+      {"3x8", std::vector<long long>{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2}},
+  };
+}
+
+const Coll kColls[] = {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce};
+
+class HierExec : public ::testing::TestWithParam<Layout> {};
+
+TEST_P(HierExec, EveryCollectiveAndAlgorithmMatchesReference) {
+  const Layout& l = GetParam();
+  Topology topo = Topology::fromNodeIds(l.nodeOf);
+  topo.intra = LinkParams{1, 10, "test"};
+  topo.inter = LinkParams{20, 1, "test"};
+  const int n = topo.nranks();
+  for (Coll coll : kColls) {
+    std::vector<std::string> algos = algorithmNames(coll);
+    algos.push_back("");  // the cost model's choice
+    for (const std::string& algo : algos)
+      for (bool inPlace : {false, true})
+        for (size_t count : {size_t(0), size_t(1), size_t(7), size_t(1023)}) {
+          if (n > 8 && count == 7) continue;  // keep the 24-rank layout quick
+          int root = n > 2 ? n / 2 + 1 : n - 1;
+          std::string err = test::runPlanCase(coll, algo.c_str(), inPlace, n, count, strataFloat32, strataSum,
+                                              root, &topo);
+          ASSERT_EQ(err, "") << l.name << " " << collName(coll) << " " << (algo.empty() ? "auto" : algo)
+                             << (inPlace ? " in place" : "") << " count=" << count;
+        }
+  }
+}
+
+TEST_P(HierExec, OtherTypesAndOps) {
+  const Layout& l = GetParam();
+  Topology topo = Topology::fromNodeIds(l.nodeOf);
+  const int n = topo.nranks();
+  struct TO { strataDataType_t t; strataRedOp_t op; };
+  for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kReduce})
+    for (const char* algo : {"hier", "hier_tree"})
+      for (TO to : {TO{strataBfloat16, strataAvg}, TO{strataInt32, strataMax}, TO{strataFloat64, strataProd},
+                    TO{strataInt8, strataMin}}) {
+        std::string err = test::runPlanCase(coll, algo, false, n, 1031, to.t, to.op, n - 1, &topo);
+        ASSERT_EQ(err, "") << l.name << " " << collName(coll) << " " << algo << " " << dtypeName(to.t) << " "
+                           << redOpName(to.op);
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, HierExec, ::testing::ValuesIn(layouts()),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// ---- Symbolic runs of plans for large synthetic clusters ----
+
+struct Traffic {
+  bool finished = false;
+  std::string problem;
+  std::vector<double> interOut;  // bytes each node sends to other nodes
+};
+
+// Runs every rank's plan with unbounded links, counting bytes: sends and
+// forwards add to the link, receives take from it once enough has arrived.
+Traffic simulate(const Topology& topo, Coll coll, const std::string& algo, size_t count, int root) {
+  const int n = topo.nranks();
+  std::vector<Plan> plans;
+  for (int r = 0; r < n; ++r) {
+    CollArgs a;
+    a.coll = coll;
+    a.rank = r;
+    a.nranks = n;
+    a.count = count;
+    a.root = root;
+    a.topo = &topo;
+    a.chunkBytes = 1 << 16;
+    Config cfg;
+    cfg.algo = algo;
+    OpDesc d;
+    plans.push_back(buildCollectivePlan(a, d, cfg));
+    if (plans.back().algorithm != algo && !(algo == "hier" || algo.empty())) {
+      Traffic t;
+      t.problem = "built " + plans.back().algorithm + " instead of " + algo;
+      return t;
+    }
+  }
+  std::map<std::pair<int, int>, double> link;
+  Traffic out;
+  out.interOut.assign(size_t(topo.nnodes()), 0);
+  auto push = [&](int from, int to, size_t bytes) {
+    link[{from, to}] += double(bytes);
+    if (topo.nodeOf(from) != topo.nodeOf(to)) out.interOut[size_t(topo.nodeOf(from))] += double(bytes);
+  };
+  std::vector<size_t> phase(size_t(n), 0);
+  std::vector<std::vector<bool>> done(static_cast<size_t>(n));
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int r = 0; r < n; ++r) {
+      const Plan& p = plans[size_t(r)];
+      while (phase[size_t(r)] < p.phases.size()) {
+        const Phase& ph = p.phases[phase[size_t(r)]];
+        auto& d = done[size_t(r)];
+        if (d.size() != ph.count) d.assign(ph.count, false);
+        bool all = true;
+        for (uint32_t i = 0; i < ph.count; ++i) {
+          if (d[i]) continue;
+          const Flow& f = p.flows[ph.first + i];
+          if (f.kind == FlowKind::kRecv) {
+            double& avail = link[{f.peer, r}];
+            if (avail < double(f.bytes)) {
+              all = false;
+              continue;
+            }
+            avail -= double(f.bytes);
+          } else if (f.kind == FlowKind::kSend) {
+            push(r, f.peer, f.bytes);
+          }
+          if (f.forwardPeer >= 0) push(r, f.forwardPeer, f.bytes);
+          d[i] = true;
+          progress = true;
+        }
+        if (!all) break;
+        d.clear();
+        phase[size_t(r)]++;
+        progress = true;
+      }
+    }
+  }
+  for (int r = 0; r < n; ++r)
+    if (phase[size_t(r)] < plans[size_t(r)].phases.size()) {
+      out.problem = format("rank %d never finishes phase %zu of %zu", r, phase[size_t(r)],
+                           plans[size_t(r)].phases.size());
+      return out;
+    }
+  for (auto& [key, bytes] : link)
+    if (bytes != 0) {
+      out.problem = format("%g bytes from rank %d to rank %d are never received", bytes, key.first, key.second);
+      return out;
+    }
+  out.finished = true;
+  return out;
+}
+
+Topology cluster(int nodes, int perNode, bool uneven = false) {
+  std::vector<long long> ids;
+  for (int m = 0; m < nodes; ++m)
+    for (int i = 0; i < (uneven ? 1 + (m * 5) % perNode : perNode); ++i) ids.push_back(m);
+  Topology t = Topology::fromNodeIds(ids);
+  t.intra = LinkParams{1, 100, "test"};
+  t.inter = LinkParams{15, 50, "test"};
+  return t;
+}
+
+TEST(HierPlans, EveryRankFinishesOnClustersUpTo64NodesOf8) {
+  for (int nodes : {1, 2, 3, 8, 64})
+    for (int per : {1, 2, 3, 8})
+      for (bool uneven : {false, true}) {
+        if (uneven && per == 1) continue;
+        Topology t = cluster(nodes, per, uneven);
+        const int root = t.nranks() / 2;
+        for (Coll coll : kColls)
+          for (const std::string& algo : algorithmNames(coll)) {
+            bool flat = algo.rfind("hier", 0) != 0;
+            if (flat && t.nranks() > 64) continue;  // flat plans are covered elsewhere; keep this quick
+            Traffic tr = simulate(t, coll, algo, 4099, root);
+            ASSERT_TRUE(tr.finished) << nodes << " nodes x " << per << (uneven ? " (uneven) " : " ")
+                                     << collName(coll) << " " << algo << ": " << tr.problem;
+          }
+      }
+}
+
+TEST(HierPlans, HierarchicalRingsSendTheMinimumOverEachNodesLink) {
+  for (int nodes : {2, 3, 8, 64})
+    for (int per : {2, 4, 8}) {
+      Topology t = cluster(nodes, per);
+      const double n = t.nranks(), N = nodes, e = 4;
+      const size_t count = size_t(n) * 1021;
+      struct Expect { Coll coll; double bytes; };
+      for (Expect x : {Expect{Coll::kAllReduce, 2 * (N - 1) / N * double(count) * e},
+                       Expect{Coll::kReduceScatter, (N - 1) / N * double(count) * e},
+                       Expect{Coll::kAllGather, (N - 1) / N * double(count) * e}}) {
+        size_t perRankCount = x.coll == Coll::kAllReduce ? count : count / size_t(n);
+        Traffic tr = simulate(t, x.coll, "hier_ring", perRankCount, 0);
+        ASSERT_TRUE(tr.finished) << tr.problem;
+        for (int m = 0; m < nodes; ++m)
+          EXPECT_NEAR(tr.interOut[size_t(m)], x.bytes, 2 * n * per * e)
+              << collName(x.coll) << " " << nodes << "x" << per << " node " << m;
+      }
+    }
+}
+
+TEST(HierPlans, FlatRankOrderRingSuffersFromRoundRobinPlacementButHierarchicalDoesNot) {
+  Topology byNode = Topology::fromNodeIds({0, 0, 1, 1}), roundRobin = Topology::fromNodeIds({0, 1, 0, 1});
+  const size_t count = 1 << 16;
+  double flatByNode = simulate(byNode, Coll::kAllReduce, "ring", count, 0).interOut[0];
+  double flatRR = simulate(roundRobin, Coll::kAllReduce, "ring", count, 0).interOut[0];
+  double hierByNode = simulate(byNode, Coll::kAllReduce, "hier_ring", count, 0).interOut[0];
+  double hierRR = simulate(roundRobin, Coll::kAllReduce, "hier_ring", count, 0).interOut[0];
+  EXPECT_NEAR(flatByNode, 1.5 * count * 4, 64);  // 2(n-1)/n, crossing once each way
+  EXPECT_NEAR(flatRR, 3.0 * count * 4, 64);      // crossing at every hop
+  EXPECT_NEAR(hierByNode, 1.0 * count * 4, 64);  // 2(N-1)/N
+  EXPECT_EQ(hierByNode, hierRR);
+}
+
+// ---- The cost model ----
+
+TEST(CostModel, PrefersLatencyAlgorithmsSmallAndBandwidthAlgorithmsLarge) {
+  Topology one = cluster(1, 8);
+  EXPECT_LT(predictUs("recursive_doubling", Coll::kAllReduce, 64, one, 1 << 19),
+            predictUs("ring", Coll::kAllReduce, 64, one, 1 << 19));
+  EXPECT_GT(predictUs("recursive_doubling", Coll::kAllReduce, 64 << 20, one, 1 << 19),
+            predictUs("ring", Coll::kAllReduce, 64 << 20, one, 1 << 19));
+  EXPECT_LT(predictUs("tree", Coll::kBroadcast, 64, one, 1 << 19),
+            predictUs("chain", Coll::kBroadcast, 64, one, 1 << 19));
+  EXPECT_GT(predictUs("tree", Coll::kBroadcast, 64 << 20, one, 1 << 19),
+            predictUs("chain", Coll::kBroadcast, 64 << 20, one, 1 << 19));
+}
+
+TEST(CostModel, HierarchicalWinsLargeMessagesAcrossSlowLinks) {
+  Topology t = cluster(4, 4);
+  t.intra = LinkParams{1, 10, "test"};
+  t.inter = LinkParams{30, 0.25, "test"};
+  const size_t big = 64 << 20;
+  for (Coll coll : {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather})
+    EXPECT_LT(predictUs("hier_ring", coll, big, t, 1 << 19), predictUs("ring", coll, big, t, 1 << 19)) << collName(coll);
+  EXPECT_LT(predictUs("hier_chain", Coll::kBroadcast, big, t, 1 << 19), predictUs("chain", Coll::kBroadcast, big, t, 1 << 19) * 1.01);
+  // 2 nodes x 2 ranks at 2 Gbit/s: the hierarchical all-reduce approaches the
+  // link bound S / B, the rank-order ring needs 1.5x as long.
+  Topology two = Topology::fromNodeIds({0, 0, 1, 1});
+  two.intra = LinkParams{1.5, 8, "test"};
+  two.inter = LinkParams{40, 0.25, "test"};
+  double bound = double(big) / (0.25 * 1e3);
+  double hier = predictUs("hier_ring", Coll::kAllReduce, big, two, 1 << 19);
+  double ring = predictUs("ring", Coll::kAllReduce, big, two, 1 << 19);
+  EXPECT_GT(hier, bound);
+  EXPECT_LT(hier, bound * 1.1);
+  EXPECT_NEAR(ring / bound, 1.5, 0.1);
+}
+
+TEST(CostModel, PredictionsGrowWithSizeAndAutomaticChoiceIsTheMinimum) {
+  Topology t = cluster(2, 2);
+  t.inter = LinkParams{40, 0.25, "test"};
+  for (Coll coll : kColls) {
+    double prevBest = 0;
+    for (size_t bytes = 8; bytes <= (size_t(256) << 20); bytes *= 4) {
+      double best = 1e300;
+      std::string bestName;
+      for (const std::string& a : algorithmNames(coll)) {
+        double us = predictUs(a, coll, bytes, t, 1 << 19);
+        ASSERT_GE(us, 0) << a;
+        if (us < best) best = us, bestName = a;
+      }
+      EXPECT_GE(best, prevBest) << collName(coll) << " " << bytes;
+      prevBest = best;
+      // The selector builds the predicted-fastest plan (within its 1% tie rule).
+      CollArgs args;
+      args.coll = coll;
+      args.nranks = 4;
+      args.count = (coll == Coll::kReduceScatter || coll == Coll::kAllGather) ? bytes / 16 : bytes / 4;
+      if (args.count == 0) continue;
+      args.topo = &t;
+      OpDesc d;
+      Plan p = buildCollectivePlan(args, d, Config{});
+      EXPECT_LE(p.predictedUs, best * 1.0101) << collName(coll) << " " << bytes << " chose " << p.algorithm;
+    }
+  }
+}
+
+TEST(CostModel, ForcedAlgorithmWinsOverTheModel) {
+  Topology t = cluster(2, 2);
+  CollArgs args;
+  args.coll = Coll::kAllReduce;
+  args.nranks = 4;
+  args.count = 1 << 20;
+  args.topo = &t;
+  Config cfg;
+  for (const char* forced : {"ring", "recursive_doubling", "hier_ring", "hier_leader"}) {
+    cfg.algo = forced;
+    EXPECT_EQ(buildCollectivePlan(args, OpDesc{}, cfg).algorithm, forced);
+  }
+  cfg.algo = "hier";
+  EXPECT_EQ(buildCollectivePlan(args, OpDesc{}, cfg).algorithm, "hier_ring");
+  args.coll = Coll::kBroadcast;
+  EXPECT_EQ(buildCollectivePlan(args, OpDesc{}, cfg).algorithm, "hier_chain");
+}
+
+}  // namespace
+}  // namespace strata

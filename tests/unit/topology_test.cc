@@ -1,0 +1,103 @@
+// Topology: placement from host ids, detection of this host, the JSON dump
+// and load (STRATA_TOPO_DUMP_FILE / STRATA_TOPO_FILE) and its error messages,
+// and the link-parameter syntax of STRATA_INTRA_LINK / STRATA_INTER_LINK.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "core/error.h"
+#include "core/link_probe.h"
+#include "topo/detect.h"
+#include "topo/topo_json.h"
+#include "topo/topology.h"
+
+namespace strata {
+namespace {
+
+TEST(Topology, GroupsRanksByHostAndNumbersLocalRanks) {
+  Topology t = Topology::fromNodeIds({77, 5, 77, 9, 5, 77});
+  ASSERT_EQ(t.nnodes(), 3);
+  EXPECT_EQ(t.node(0), (std::vector<int>{0, 2, 5}));
+  EXPECT_EQ(t.node(1), (std::vector<int>{1, 4}));
+  EXPECT_EQ(t.node(2), (std::vector<int>{3}));
+  EXPECT_EQ(t.place(5).local, 2);
+  EXPECT_EQ(t.place(4).node, 1);
+  EXPECT_EQ(t.maxLocal(), 3);
+  EXPECT_FALSE(t.uniform());
+  EXPECT_TRUE(Topology::singleNode(4).uniform());
+}
+
+TEST(Topology, DetectsThisHost) {
+  const HostHardware& h = detectHostHardware();
+  EXPECT_FALSE(h.hostname.empty());
+  EXPECT_GE(h.cores, 1);
+  EXPECT_LE(h.cores, int(std::thread::hardware_concurrency()));
+  EXPECT_GE(h.numaNodes, 1);
+  EXPECT_TRUE(h.gpuSource == "nvml" || h.gpuSource == "none");
+  int numa = currentNumaNode();
+  EXPECT_GE(numa, -1);
+  EXPECT_LT(numa, 64);
+}
+
+TEST(TopologyJson, RoundTripsPlacementAndLinkParameters) {
+  Topology t = Topology::fromNodeIds({0, 1, 0, 1, 2});
+  t.setNuma(3, 1);
+  t.intra = LinkParams{1.25, 9.5, "measured"};
+  t.inter = LinkParams{31, 0.25, "configured"};
+  t.host = detectHostHardware();
+  Topology back = topologyFromJson(topologyToJson(t), 5, "test");
+  ASSERT_EQ(back.nnodes(), 3);
+  for (int r = 0; r < 5; ++r) {
+    EXPECT_EQ(back.nodeOf(r), t.nodeOf(r));
+    EXPECT_EQ(back.place(r).local, t.place(r).local);
+  }
+  EXPECT_EQ(back.place(3).numa, 1);
+  EXPECT_DOUBLE_EQ(back.intra.alphaUs, 1.25);
+  EXPECT_DOUBLE_EQ(back.inter.gbps, 0.25);
+  EXPECT_EQ(back.inter.source, "file");
+  EXPECT_NE(topologyToJson(t).find("\"nics\""), std::string::npos);
+}
+
+std::string loadError(const std::string& text, int n) {
+  try {
+    topologyFromJson(text, n, "topo.json");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), strataInvalidArgument);
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TopologyJson, RejectsBadFilesWithASentence) {
+  EXPECT_NE(loadError("{not json", 2).find("is not a JSON object"), std::string::npos);
+  EXPECT_NE(loadError("{}", 2).find("no \"ranks\" array"), std::string::npos);
+  EXPECT_NE(loadError(R"({"ranks":[{"node":0}]})", 2).find("describes 1 ranks but the communicator has 2"),
+            std::string::npos);
+  EXPECT_NE(loadError(R"({"ranks":[{"node":0},{"nod":1}]})", 2).find("ranks[1] needs an integer \"node\""),
+            std::string::npos);
+  EXPECT_NE(loadError(R"({"ranks":[{"node":0}],"links":{"inter":{"alpha_us":1,"gbps":0}}})", 1)
+                .find("gbps > 0"),
+            std::string::npos);
+  Topology ok = topologyFromJson(R"({"ranks":[{"node":3},{"node":3},{"node":1}]})", 3, "t");
+  EXPECT_EQ(ok.nnodes(), 2);
+  EXPECT_EQ(ok.intra.source, "");  // not in the file: the communicator fills in defaults
+}
+
+TEST(LinkParams, ParsesAlphaAndBandwidth) {
+  LinkParams l = parseLinkParams("15,12.5", "STRATA_INTER_LINK");
+  EXPECT_DOUBLE_EQ(l.alphaUs, 15);
+  EXPECT_DOUBLE_EQ(l.gbps, 12.5);
+  EXPECT_DOUBLE_EQ(l.us(12.5e3), 16);
+  for (const char* bad : {"", "15", "15,", "15,0", "-1,3", "a,b", "1,2,3"}) {
+    try {
+      parseLinkParams(bad, "STRATA_INTER_LINK");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), strataInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("STRATA_INTER_LINK"), std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata
