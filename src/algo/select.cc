@@ -57,6 +57,8 @@ bool forcedMatches(const std::string& forced, Coll coll, const char* name) {
   if (rooted && forced == "hier_ring") return n == "hier_chain";
   if (rooted && forced == "hier_leader") return n == "hier_tree";
   if (!rooted && forced == "hier_tree") return n == "hier_leader";
+  if (!rooted && forced == "tree") return n == "recursive_doubling";
+  if (!rooted && forced == "chain") return n == "ring";
   return false;
 }
 
