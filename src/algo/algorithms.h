@@ -25,8 +25,10 @@ void buildHierChainBroadcast(const CollArgs& a, Plan& plan);
 void buildHierTreeBroadcast(const CollArgs& a, Plan& plan);
 void buildHierChainReduce(const CollArgs& a, Plan& plan);
 void buildHierTreeReduce(const CollArgs& a, Plan& plan);
-// Pipeline slices of the hierarchical reduce-scatter / all-gather (same on every rank).
+// Outer pipeline slices of the hierarchical rings (the same on every rank;
+// the cost model uses them too).
 class Topology;
+size_t hierOuterSlices(const Topology& t, size_t maxPartBytes, size_t chunkBytes);
 size_t hierBlockSlices(const Topology& t, size_t blockBytes, size_t chunkBytes);
 
 // How many pipeline slices a block of `bytes` is cut into.

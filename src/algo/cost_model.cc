@@ -117,44 +117,51 @@ std::vector<int> leaders(const Topology& t, int root) {
 }
 
 // The inter-node stage of the hierarchical rings: every carried column's
-// ring across nodes, with all of a node's ranks streaming at once.
-double interColumnsUs(const Topology& t, double columnBytesPerStep, double stepsPerColumn) {
+// ring across nodes (`phases` steps of `bytesPerStep`), all of a node's ranks
+// streaming at once and sharing its link.
+double interColumnsUs(const Topology& t, double bytesPerStep, double phases) {
   if (t.nnodes() < 2) return 0;
   double worst = 0;
   for (int m = 0; m < t.nnodes(); ++m) {
     const double l = double(t.node(m).size());
     const double carried = std::ceil(double(t.maxLocal()) / l);
-    double step = t.inter.alphaUs + columnBytesPerStep * std::min<double>(l, t.maxLocal()) / (t.inter.gbps * 1e3);
-    worst = std::max(worst, carried * stepsPerColumn * step);
+    double step = t.inter.alphaUs + bytesPerStep * std::min<double>(l, t.maxLocal()) / (t.inter.gbps * 1e3);
+    worst = std::max(worst, carried * phases * step);
   }
   return worst;
 }
 
-double hierRingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
-  const double k = t.maxLocal(), nodes = t.nnodes();
-  const double slices = double(sliceCount(size_t(bytes / k * maxCarried(t)) + 1, chunk));
-  const double part = bytes / k / slices;
-  double intra = 0;
+// The intra-node stage: on each node a ring over its ranks that moves
+// `blocks` blocks of `blockBytes` (in rounds of one block per member), each
+// cut into pipeline chunks.
+double intraRingsUs(const Topology& t, double blocks, double blockBytes, size_t chunk) {
+  const double p = double(sliceCount(size_t(blockBytes), chunk));
+  double worst = 0;
   for (int m = 0; m < t.nnodes(); ++m) {
-    double l = double(t.node(m).size());
-    intra = std::max(intra, ringUs(t, t.node(m), part * std::ceil(k / l), l - 1));
+    const double l = double(t.node(m).size());
+    worst = std::max(worst, ringUs(t, t.node(m), blockBytes / p, std::ceil(blocks / l) * p * (l - 1)));
   }
-  double inter = interColumnsUs(t, part / nodes, 2 * (nodes - 1));
-  return slices * (2 * intra + inter);
+  return worst;
 }
 
+// Mirrors buildHierRingAllReduce: per outer slice, intra reduce-scatter,
+// each column's ring all-reduce across nodes, intra all-gather.
+double hierRingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
+  const double k = t.maxLocal(), nodes = t.nnodes(), part = bytes / k;
+  const double slices = double(hierOuterSlices(t, size_t(part), chunk));
+  const double slicePart = part / slices, sub = slicePart / nodes;
+  const double p = double(sliceCount(size_t(sub), chunk));
+  const double inter = interColumnsUs(t, sub / p, 2 * (nodes - 1) * p);
+  return slices * (2 * intraRingsUs(t, k, slicePart, chunk) + inter);
+}
+
+// Mirrors buildHierRingReduceScatter / AllGather: per outer slice, the intra
+// ring over all n blocks, then each column's ring across nodes (one block per node).
 double hierRingScatterGatherUs(const Topology& t, double bytes, size_t chunk) {
   const double n = t.nranks(), nodes = t.nnodes(), block = bytes / n;
-  double most = 1;
-  for (int m = 0; m < t.nnodes(); ++m) most = std::max(most, std::ceil(n / double(t.node(m).size())));
-  const double slices = double(sliceCount(size_t(block * most) + 1, chunk));
-  double intra = 0;
-  for (int m = 0; m < t.nnodes(); ++m) {
-    double l = double(t.node(m).size());
-    intra = std::max(intra, ringUs(t, t.node(m), block / slices * std::ceil(n / l), l - 1));
-  }
-  double inter = interColumnsUs(t, block / slices, nodes - 1);
-  return slices * (intra + inter);
+  const double slices = double(hierBlockSlices(t, size_t(block), chunk));
+  const double bs = block / slices;
+  return slices * (intraRingsUs(t, n, bs, chunk) + interColumnsUs(t, bs, nodes - 1));
 }
 
 int ceilLog2(int n) {

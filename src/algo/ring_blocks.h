@@ -38,9 +38,6 @@ void emitRingAllGather(Plan& plan, const Team& team, const std::vector<RingBlock
 void emitRingAllReduceInPlace(Plan& plan, const Team& team, Ref buf, size_t elems, size_t chunkBytes,
                               bool finalize);
 
-// Chunk size for emitters whose caller already cut the data into slices.
-constexpr size_t kNoSlicing = size_t(1) << 62;
-
 inline bool sameRef(const Ref& a, const Ref& b) { return a.buf == b.buf && a.offset == b.offset; }
 
 }  // namespace strata

@@ -32,7 +32,7 @@ void buildHierRingAllGather(const CollArgs& a, Plan& plan) {
           rb.elems = len;
           col.push_back(rb);
         }
-        emitRingAllGather(plan, columnTeam(t, j, a.rank), col, kNoSlicing);
+        emitRingAllGather(plan, columnTeam(t, j, a.rank), col, a.chunkBytes);
       }
     }
     std::vector<RingBlock> blocks;
@@ -44,7 +44,7 @@ void buildHierRingAllGather(const CollArgs& a, Plan& plan) {
       rb.elems = len;
       blocks.push_back(rb);
     }
-    emitRingAllGather(plan, local, blocks, kNoSlicing);
+    emitRingAllGather(plan, local, blocks, a.chunkBytes);
   }
 }
 

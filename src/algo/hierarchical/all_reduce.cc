@@ -13,15 +13,22 @@
 
 namespace strata {
 
+size_t hierOuterSlices(const Topology& t, size_t maxPartBytes, size_t chunkBytes) {
+  return sliceCount(maxPartBytes * size_t(maxCarried(t)) / size_t(t.nnodes()), chunkBytes);
+}
+
 void buildHierRingAllReduce(const CollArgs& a, Plan& plan) {
   const Topology& t = *a.topo;
   const size_t e = plan.elemSize;
   const int k = t.maxLocal(), nodes = t.nnodes();
   const Team local = nodeTeam(t, a.rank);
   const std::vector<int> mine = carriedColumns(t, a.rank);
-  // The same slicing on every node: sized for the rank carrying most parts.
+  // Outer slices (the same on every node) keep each inter-node ring step
+  // within one pipeline chunk; more would only add per-step latency, since a
+  // rank runs the stages of a slice one after another. The stages slice
+  // their own blocks further where needed.
   const size_t maxPart = (a.count / size_t(k) + 1) * e;
-  const size_t slices = sliceCount(maxPart * size_t(maxCarried(t)), a.chunkBytes);
+  const size_t slices = hierOuterSlices(t, maxPart, a.chunkBytes);
   for (size_t s = 0; s < slices; ++s) {
     // Slice s of every part: part j's elements [begin, begin + len).
     std::vector<RingBlock> parts;
@@ -36,13 +43,13 @@ void buildHierRingAllReduce(const CollArgs& a, Plan& plan) {
       b.elems = len;
       parts.push_back(b);
     }
-    emitRingReduceScatter(plan, local, parts, kNoSlicing, nodes == 1);
+    emitRingReduceScatter(plan, local, parts, a.chunkBytes, nodes == 1);
     if (nodes > 1)
       for (int j : mine)
         emitRingAllReduceInPlace(plan, columnTeam(t, j, a.rank), parts[size_t(j)].dst, parts[size_t(j)].elems,
-                                 kNoSlicing, true);
+                                 a.chunkBytes, true);
     for (RingBlock& b : parts) b.src = b.dst;
-    emitRingAllGather(plan, local, parts, kNoSlicing);
+    emitRingAllGather(plan, local, parts, a.chunkBytes);
   }
 }
 

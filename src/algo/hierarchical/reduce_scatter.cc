@@ -4,31 +4,15 @@
 // its column (in scratch), (2) each column's carriers run a ring
 // reduce-scatter across nodes that ends each block at its rank. A node's link
 // carries (N-1)/N of the data, the minimum.
-#include <algorithm>
-
 #include "algo/algorithms.h"
 #include "algo/compose.h"
 #include "algo/hierarchical/teams.h"
 
 namespace strata {
 
-namespace {
-
-// The most blocks one member of a node owns in the intra-node stage, over all
-// nodes (so every rank computes the same slicing).
-size_t maxBlocksPerCarrier(const Topology& t) {
-  size_t most = 1;
-  for (int m = 0; m < t.nnodes(); ++m) {
-    std::vector<size_t> per(t.node(m).size(), 0);
-    for (int b = 0; b < t.nranks(); ++b) most = std::max(most, ++per[size_t(t.place(b).local) % per.size()]);
-  }
-  return most;
-}
-
-}  // namespace
-
 size_t hierBlockSlices(const Topology& t, size_t blockBytes, size_t chunkBytes) {
-  return sliceCount(blockBytes * maxBlocksPerCarrier(t), chunkBytes);
+  (void)t;  // each inter-node step moves one block per column; the stages slice further
+  return sliceCount(blockBytes, chunkBytes);
 }
 
 void buildHierRingReduceScatter(const CollArgs& a, Plan& plan) {
@@ -54,7 +38,7 @@ void buildHierRingReduceScatter(const CollArgs& a, Plan& plan) {
       rb.elems = len;
       blocks.push_back(rb);
     }
-    emitRingReduceScatter(plan, local, blocks, kNoSlicing, nodes == 1);
+    emitRingReduceScatter(plan, local, blocks, a.chunkBytes, nodes == 1);
     if (nodes == 1) continue;
     for (int j : carriedColumns(t, a.rank)) {
       std::vector<RingBlock> col;
@@ -67,7 +51,7 @@ void buildHierRingReduceScatter(const CollArgs& a, Plan& plan) {
         rb.elems = len;
         col.push_back(rb);
       }
-      emitRingReduceScatter(plan, columnTeam(t, j, a.rank), col, kNoSlicing, true);
+      emitRingReduceScatter(plan, columnTeam(t, j, a.rank), col, a.chunkBytes, true);
     }
   }
 }
