@@ -28,7 +28,7 @@ double stepUs(const Topology& t, const std::vector<std::pair<int, int>>& pairs, 
       us = t.intra.us(bytes);
     } else {
       int share = std::max(out[size_t(t.nodeOf(a))], in[size_t(t.nodeOf(b))]);
-      us = t.inter.alphaUs + bytes * share / (t.inter.gbps * 1e3);
+      us = t.inter.alphaUs + (share - 1) * t.inter.gapUs + bytes * share / (t.inter.gbps * 1e3);
     }
     worst = std::max(worst, us);
   }
@@ -125,7 +125,8 @@ double interColumnsUs(const Topology& t, double bytesPerStep, double phases) {
   for (int m = 0; m < t.nnodes(); ++m) {
     const double l = double(t.node(m).size());
     const double carried = std::ceil(double(t.maxLocal()) / l);
-    double step = t.inter.alphaUs + bytesPerStep * std::min<double>(l, t.maxLocal()) / (t.inter.gbps * 1e3);
+    const double streams = std::min<double>(l, t.maxLocal());
+    double step = t.inter.alphaUs + (streams - 1) * t.inter.gapUs + bytesPerStep * streams / (t.inter.gbps * 1e3);
     worst = std::max(worst, carried * phases * step);
   }
   return worst;

@@ -1,8 +1,9 @@
 // The cost model's link parameters when nobody configured them: defaults per
 // transport for links inside a node, and for the network either a short
-// measurement at init (a ping-pong for latency and a 2 MiB transfer for
-// bandwidth between the first ranks of nodes 0 and 1, shared with every rank
-// so that all choose alike) or, with STRATA_LINK_PROBE=0, the NIC speed.
+// measurement at init (8-byte exchanges for latency and a 2 MiB transfer for
+// bandwidth between the first ranks of nodes 0 and 1, then the exchanges
+// from all ranks of node 0 at once for the per-message gap; shared with every
+// rank so that all choose alike) or, with STRATA_LINK_PROBE=0, the NIC speed.
 #pragma once
 
 #include <string>
@@ -16,7 +17,7 @@ class Comm;
 
 LinkParams defaultIntraLink(const Config& config);
 LinkParams defaultInterLink(const HostHardware& host);
-// "alpha_us,GB/s", e.g. "15,12.5". Throws strataInvalidArgument naming `what`.
+// "alpha_us,GB/s[,gap_us]", e.g. "15,12.5" or "15,12.5,2". Throws strataInvalidArgument naming `what`.
 LinkParams parseLinkParams(const std::string& text, const char* what);
 // Collective over the communicator: every rank must call it.
 LinkParams probeInterNodeLink(Comm& comm);

@@ -1,5 +1,6 @@
 #include "topo/topo_json.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -13,7 +14,7 @@ using nlohmann::json;
 namespace {
 
 json linkJson(const LinkParams& l) {
-  return json{{"alpha_us", l.alphaUs}, {"gbps", l.gbps}, {"source", l.source}};
+  return json{{"alpha_us", l.alphaUs}, {"gbps", l.gbps}, {"gap_us", l.gapUs}, {"source", l.source}};
 }
 
 LinkParams linkFrom(const json& j, const std::string& origin, const char* name) {
@@ -26,6 +27,7 @@ LinkParams linkFrom(const json& j, const std::string& origin, const char* name) 
   if (!(l.alphaUs >= 0) || !(l.gbps > 0))
     fail(strataInvalidArgument, "%s: links.%s needs alpha_us >= 0 and gbps > 0 (got %g, %g)", origin.c_str(),
          name, l.alphaUs, l.gbps);
+  if (j.contains("gap_us") && j["gap_us"].is_number()) l.gapUs = std::max(0.0, j["gap_us"].get<double>());
   l.source = "file";
   return l;
 }

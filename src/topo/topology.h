@@ -17,11 +17,15 @@
 namespace strata {
 
 // One link class of the cost model. A message of b bytes costs
-// alphaUs + b / (gbps * 1e3) microseconds on an unshared link.
+// alphaUs + b / (gbps * 1e3) microseconds on an unshared link; when k
+// messages leave a node at once, they share its bandwidth and each waits
+// (k - 1) * gapUs more (the node's per-message cost, LogP's "gap": NIC
+// message rate, or CPU when ranks outnumber cores).
 struct LinkParams {
   double alphaUs = 1.0;
   double gbps = 1.0;       // GB/s (1e9 bytes per second)
   std::string source;      // where the numbers came from: default | configured | measured | file
+  double gapUs = 0;
   double us(double bytes) const { return alphaUs + bytes / (gbps * 1e3); }
 };
 

@@ -88,7 +88,7 @@ TEST(LinkParams, ParsesAlphaAndBandwidth) {
   EXPECT_DOUBLE_EQ(l.alphaUs, 15);
   EXPECT_DOUBLE_EQ(l.gbps, 12.5);
   EXPECT_DOUBLE_EQ(l.us(12.5e3), 16);
-  for (const char* bad : {"", "15", "15,", "15,0", "-1,3", "a,b", "1,2,3"}) {
+  for (const char* bad : {"", "15", "15,", "15,0", "-1,3", "a,b", "1,2,x", "1,2,-1", "1,2,3,4"}) {
     try {
       parseLinkParams(bad, "STRATA_INTER_LINK");
       ADD_FAILURE() << "accepted '" << bad << "'";
