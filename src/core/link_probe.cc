@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "algo/cost_model.h"
 #include "algo/select.h"
 #include "core/comm.h"
 #include "core/error.h"
@@ -14,7 +15,7 @@ namespace strata {
 
 namespace {
 
-double nowUs() {
+double probeClockUs() {
   using namespace std::chrono;
   return double(duration_cast<nanoseconds>(steady_clock::now().time_since_epoch()).count()) / 1e3;
 }
@@ -38,9 +39,9 @@ double exchangeUs(Comm& c, int peer, int reps) {
   Plan plan = buildP2PPlan(ops, c.rank(), c.nranks());
   std::vector<double> times;
   for (int i = 0; i < reps; ++i) {
-    double t0 = nowUs();
+    double t0 = probeClockUs();
     executePlan(c, plan, Buffers{nullptr, nullptr, &ops});
-    times.push_back(nowUs() - t0);
+    times.push_back(probeClockUs() - t0);
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
@@ -51,7 +52,7 @@ double roundTripUs(Comm& c, int peer, bool initiator, size_t bytes, int reps) {
   std::vector<uint8_t> big(bytes, 0x5a), small(8, 0);
   std::vector<double> times;
   for (int i = 0; i < reps; ++i) {
-    double t0 = nowUs();
+    double t0 = probeClockUs();
     if (initiator) {
       sendTo(c, peer, big);
       recvFrom(c, peer, small);
@@ -59,7 +60,7 @@ double roundTripUs(Comm& c, int peer, bool initiator, size_t bytes, int reps) {
       recvFrom(c, peer, big);
       sendTo(c, peer, small);
     }
-    times.push_back(nowUs() - t0);
+    times.push_back(probeClockUs() - t0);
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
@@ -138,23 +139,32 @@ LinkParams probeInterNodeLink(Comm& c) {
       result[1] = double(bulk) / std::max(1.0, large - 2 * alpha) / 1e3;
     }
   }
-  double ignored = 0, none = 0;
-  sumAcrossRanks(c, &none, &ignored, 1);  // the other pairs start only now
-  // The gap: the same exchange, now from every rank of node 0 to its
-  // counterpart on node 1 at once; rank a's slowdown per extra message.
-  const int pairs = int(std::min(t.node(0).size(), t.node(1).size()));
-  const int local = t.place(c.rank()).local;
-  if (pairs > 1 && local < pairs && t.nodeOf(c.rank()) <= 1) {
-    const bool initiator = t.nodeOf(c.rank()) == 0;
-    const int peer = t.node(initiator ? 1 : 0)[size_t(local)];
-    exchangeUs(c, peer, 5);
-    double together = exchangeUs(c, peer, 15);
-    if (c.rank() == a) result[2] = std::max(0.0, (together - result[0]) / (pairs - 1));
-  }
   double shared[3] = {0, 0, 0};
   sumAcrossRanks(c, result, shared, 3);  // rank a's numbers to all (only it contributes)
   LinkParams l{shared[0], shared[1], "measured"};
-  l.gapUs = shared[2];
+  // The gap: what concurrent messages from one node cost beyond alpha (NIC
+  // message rate, or CPU when ranks outnumber cores). Time an 8-byte
+  // recursive-doubling all-reduce over every rank (its inter-node steps send
+  // from all ranks of a node at once) and attribute what exceeds the model's
+  // gap-free prediction to the gap, through the model's own sensitivity.
+  Topology model = t;
+  model.inter = l;
+  const double pred0 = predictUs("recursive_doubling", Coll::kAllReduce, 8, model, c.config().chunkBytes);
+  model.inter.gapUs = 1;
+  const double perGap = predictUs("recursive_doubling", Coll::kAllReduce, 8, model, c.config().chunkBytes) - pred0;
+  if (perGap > 0) {
+    double in = 1, out = 0;
+    std::vector<double> times;
+    for (int i = 0; i < 25; ++i) {
+      double t0 = probeClockUs();
+      sumAcrossRanks(c, &in, &out, 1);
+      if (i >= 5) times.push_back(probeClockUs() - t0);
+    }
+    std::sort(times.begin(), times.end());
+    double gap[1] = {c.rank() == a ? std::max(0.0, (times[times.size() / 2] - pred0) / perGap) : 0.0}, g = 0;
+    sumAcrossRanks(c, gap, &g, 1);
+    l.gapUs = g;
+  }
   return l;
 }
 
