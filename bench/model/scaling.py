@@ -4,7 +4,7 @@ run, from strata-model (the library's own cost model and selector), with the
 model's validation against the measured netns run (docs/benchmarks/hier.json).
 Writes docs/scaling.md and docs/scaling-<collective>.png.
 
-  python3 bench/model/scaling.py [--nodes 8,64,512,4096] [--per-node 8]
+  .venv/bin/python bench/model/scaling.py [--nodes 8,64,512,4096] [--per-node 8]
       [--intra 2,450] [--inter 15,50]
 --intra / --inter: "alpha_us,GB/s" (defaults: NVLink-class 450 GB/s inside a
 node; 4 x 100 Gbit/s EFA rails = 50 GB/s per node with 15 us latency).
@@ -78,7 +78,7 @@ def main():
              "What strata's cost model predicts for clusters larger than the machines it was measured on. "
              "`build/bench/strata-model` runs the library's own cost model and algorithm selector "
              "(src/algo/cost_model.cc), so each row is the algorithm strata would choose and the time it expects.",
-             "", f"Command: `python3 bench/model/scaling.py --nodes {args.nodes} --per-node {args.per_node} "
+             "", f"Command: `.venv/bin/python bench/model/scaling.py --nodes {args.nodes} --per-node {args.per_node} "
              f"--intra {args.intra} --inter {args.inter}`", "",
              f"Link parameters: inside a node alpha {args.intra.split(',')[0]} µs, {args.intra.split(',')[1]} GB/s "
              f"(NVLink class); between nodes alpha {args.inter.split(',')[0]} µs, {args.inter.split(',')[1]} GB/s "
