@@ -38,82 +38,78 @@ void sliceOf(const RingBlock& b, size_t slices, size_t s, size_t* begin, size_t*
   *len = blockBegin(b.elems, int(slices), int(s) + 1) - *begin;
 }
 
+// Walks this member's part of a ring over `blocks`: round by round, slice by
+// slice, step by step. Within a round each owner has at most one block, so at
+// step k at most one block is this member's (the one with (me - owner - lag)
+// mod t == k); flowAt(block, k, offset, bytes, &flow) builds its flow, or
+// returns false for none, and each flow gets its own phase.
+template <typename FlowAt>
+void walkRing(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t chunkBytes, int lag,
+              FlowAt flowAt) {
+  const int t = team.size();
+  const size_t e = plan.elemSize;
+  const size_t slices = slicesFor(blocks, e, chunkBytes);
+  for (const std::vector<size_t>& round : rounds(blocks))
+    for (size_t s = 0; s < slices; ++s)
+      for (int k = 0; k < t; ++k)
+        for (size_t bi : round) {
+          const RingBlock& b = blocks[bi];
+          if ((team.me - b.owner - lag + 2 * t) % t != k) continue;
+          size_t begin, len;
+          sliceOf(b, slices, s, &begin, &len);
+          Flow f;
+          if (len > 0 && flowAt(b, k, begin * e, len * e, &f)) {
+            plan.beginPhase();
+            plan.add(f);
+          }
+          break;
+        }
+}
+
 }  // namespace
 
 void emitRingReduceScatter(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks,
                            size_t chunkBytes, bool finalize) {
   const int t = team.size(), me = team.me;
-  const size_t e = plan.elemSize;
   const int next = team.members[size_t((me + 1) % t)], prev = team.members[size_t((me - 1 + t) % t)];
-  const size_t slices = slicesFor(blocks, e, chunkBytes);
-  for (const std::vector<size_t>& round : rounds(blocks))
-  for (size_t s = 0; s < slices; ++s) {
-    for (int k = 0; k < t; ++k) {
-      bool begun = false;
-      for (size_t bi : round) {
-        const RingBlock& b = blocks[bi];
-        if ((me - b.owner - 1 + 2 * t) % t != k) continue;  // my step for this block
-        size_t begin, len;
-        sliceOf(b, slices, s, &begin, &len);
-        if (len == 0) continue;
-        Flow f;
-        if (t == 1) {
-          f = copyFlow(plus(b.src, begin * e), plus(b.dst, begin * e), len * e);
-          f.finalize = finalize;
-          if (sameRef(f.src, f.dst) && !finalize) continue;
-        } else if (k == 0) {
-          f = sendFlow(next, plus(b.src, begin * e), len * e);
-        } else {
-          f = recvFlow(prev, Ref{}, len * e);
-          f.reduce = true;
-          f.src = plus(b.src, begin * e);
-          if (k == t - 1) {
-            f.dst = plus(b.dst, begin * e);
-            f.finalize = finalize;
-          } else {
-            f.forwardPeer = next;
-          }
-        }
-        if (!begun) plan.beginPhase();
-        begun = true;
-        plan.add(f);
-      }
+  walkRing(plan, team, blocks, chunkBytes, 1, [&](const RingBlock& b, int k, size_t off, size_t bytes, Flow* f) {
+    if (t == 1) {  // a team of one: the block is already reduced
+      *f = copyFlow(plus(b.src, off), plus(b.dst, off), bytes);
+      f->finalize = finalize;
+      return !sameRef(f->src, f->dst) || finalize;
     }
-  }
+    if (k == 0) {  // the chain starts after the owner
+      *f = sendFlow(next, plus(b.src, off), bytes);
+      return true;
+    }
+    *f = recvFlow(prev, Ref{}, bytes);
+    f->reduce = true;
+    f->src = plus(b.src, off);
+    if (k == t - 1) {  // the owner: the last reduction lands in dst
+      f->dst = plus(b.dst, off);
+      f->finalize = finalize;
+    } else {
+      f->forwardPeer = next;
+    }
+    return true;
+  });
 }
 
 void emitRingAllGather(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks,
                        size_t chunkBytes) {
   const int t = team.size(), me = team.me;
-  const size_t e = plan.elemSize;
   const int next = team.members[size_t((me + 1) % t)], prev = team.members[size_t((me - 1 + t) % t)];
-  const size_t slices = slicesFor(blocks, e, chunkBytes);
-  for (const std::vector<size_t>& round : rounds(blocks))
-  for (size_t s = 0; s < slices; ++s) {
-    for (int k = 0; k < t; ++k) {
-      bool begun = false;
-      for (size_t bi : round) {
-        const RingBlock& b = blocks[bi];
-        if ((me - b.owner + t) % t != k) continue;
-        size_t begin, len;
-        sliceOf(b, slices, s, &begin, &len);
-        if (len == 0) continue;
-        Flow f;
-        if (k == 0) {  // the holder: its copy (if elsewhere) and the first send, in one pass
-          f = copyFlow(plus(b.src, begin * e), plus(b.dst, begin * e), len * e);
-          if (sameRef(f.src, f.dst)) f.dst = Ref{};
-          if (t > 1) f.forwardPeer = next;
-          if (!f.dst.valid() && f.forwardPeer < 0) continue;
-        } else {
-          f = recvFlow(prev, plus(b.dst, begin * e), len * e);
-          if (k < t - 1) f.forwardPeer = next;
-        }
-        if (!begun) plan.beginPhase();
-        begun = true;
-        plan.add(f);
-      }
+  walkRing(plan, team, blocks, chunkBytes, 0, [&](const RingBlock& b, int k, size_t off, size_t bytes, Flow* f) {
+    if (k == 0) {  // the holder: its copy (if elsewhere) and the first send, in one pass
+      *f = copyFlow(plus(b.src, off), plus(b.dst, off), bytes);
+      if (sameRef(f->src, f->dst)) f->dst = Ref{};
+      if (t > 1) f->forwardPeer = next;
+      return f->dst.valid() || f->forwardPeer >= 0;
     }
-  }
+    *f = recvFlow(prev, plus(b.dst, off), bytes);
+    if (k < t - 1) f->forwardPeer = next;
+    return true;
+  });
 }
 
 void emitRingAllReduceInPlace(Plan& plan, const Team& team, Ref buf, size_t elems, size_t chunkBytes,

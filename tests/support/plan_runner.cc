@@ -14,21 +14,12 @@
 
 namespace strata::test {
 
-namespace {
-struct PlanCase {
-  Coll coll;
-  const char* algo;
-  bool inPlace;
-};
-}  // namespace
-
 // Runs one collective on n threads; returns "" or the first problem found.
 std::string runPlanCase(Coll coll, const char* algo, bool inPlace, int n, size_t count, strataDataType_t dtype,
                         strataRedOp_t op, int root, const Topology* topo) {
-  const PlanCase pc{coll, algo, inPlace};
   const size_t e = elemSize(dtype);
-  const size_t sendElems = sendsBlocks(pc.coll) ? count * size_t(n) : count;
-  const size_t recvElems = recvsBlocks(pc.coll) ? count * size_t(n) : count;
+  const size_t sendElems = sendsBlocks(coll) ? count * size_t(n) : count;
+  const size_t recvElems = recvsBlocks(coll) ? count * size_t(n) : count;
   std::vector<std::vector<uint8_t>> in(static_cast<size_t>(n)), out(static_cast<size_t>(n));
   std::vector<const void*> inputs;
   for (int r = 0; r < n; ++r) {
@@ -45,21 +36,21 @@ std::string runPlanCase(Coll coll, const char* algo, bool inPlace, int n, size_t
       try {
         MemLinkSet links(fabric, r);
         Config cfg;
-        cfg.algo = pc.algo;
+        cfg.algo = algo;
         cfg.chunkBytes = 4096;
         CollArgs a;
-        a.coll = pc.coll;
+        a.coll = coll;
         a.rank = r;
         a.nranks = n;
         a.count = count;
         a.dtype = dtype;
         a.redop = op;
         a.root = root;
-        a.inPlace = pc.inPlace;
+        a.inPlace = inPlace;
         a.chunkBytes = pipelineSliceBytes(cfg.chunkBytes, links.linkCapacity());
         a.topo = topo;
         OpDesc d;
-        d.coll = pc.coll;
+        d.coll = coll;
         d.dtype = dtype;
         d.redop = op;
         d.root = root;
@@ -67,11 +58,11 @@ std::string runPlanCase(Coll coll, const char* algo, bool inPlace, int n, size_t
         d.seq = 1;
         uint8_t* recv = out[size_t(r)].data();
         const void* send = in[size_t(r)].data();
-        if (pc.inPlace) {
-          if (pc.coll == Coll::kAllGather) {
+        if (inPlace) {
+          if (coll == Coll::kAllGather) {
             std::memcpy(recv + size_t(r) * count * e, send, count * e);
             send = recv + size_t(r) * count * e;
-          } else if (pc.coll == Coll::kReduceScatter) {
+          } else if (coll == Coll::kReduceScatter) {
             std::memcpy(recv, send, sendElems * e);
             send = recv;
             recv = recv + size_t(r) * count * e;
@@ -82,7 +73,7 @@ std::string runPlanCase(Coll coll, const char* algo, bool inPlace, int n, size_t
         }
         Plan plan = buildCollectivePlan(a, d, cfg);
         executePlan(links, plan, Buffers{send, recv, nullptr});
-        if (pc.inPlace && pc.coll == Coll::kReduceScatter)  // result sits in block r
+        if (inPlace && coll == Coll::kReduceScatter)  // result sits in block r
           std::memmove(out[size_t(r)].data(), recv, count * e);
       } catch (const std::exception& ex) {
         errors[size_t(r)] = ex.what();
@@ -93,9 +84,9 @@ std::string runPlanCase(Coll coll, const char* algo, bool inPlace, int n, size_t
   for (int r = 0; r < n; ++r)
     if (!errors[size_t(r)].empty()) return format("rank %d threw: %s", r, errors[size_t(r)].c_str());
   for (int r = 0; r < n; ++r) {
-    std::string err = checkOutput(pc.coll, dtype, op, n, r, root, count, inputs, out[size_t(r)].data());
+    std::string err = checkOutput(coll, dtype, op, n, r, root, count, inputs, out[size_t(r)].data());
     if (!err.empty()) return format("rank %d: %s", r, err.c_str());
-    if (pc.coll == Coll::kAllReduce && std::memcmp(out[size_t(r)].data(), out[0].data(), count * e))
+    if (coll == Coll::kAllReduce && std::memcmp(out[size_t(r)].data(), out[0].data(), count * e))
       return format("rank %d's result is not bitwise identical to rank 0's", r);
   }
   return "";
