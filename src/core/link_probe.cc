@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <vector>
 
@@ -30,21 +31,14 @@ void recvFrom(Comm& c, int peer, std::vector<uint8_t>& buf) {
   executePlan(c, buildP2PPlan(ops, c.rank(), c.nranks()), Buffers{nullptr, nullptr, &ops});
 }
 
-// Median time of `reps` exchanges of 8 bytes with `peer` (a send and a
-// receive in one group, as a collective's step does): one step's latency.
-double exchangeUs(Comm& c, int peer, int reps) {
+// One warm-up exchange of 8 bytes with `peer` (a send and a receive in one
+// group): connects the pair before anything is timed.
+void warmUpExchange(Comm& c, int peer) {
   std::vector<uint8_t> out(8, 0x5a), in(8, 0);
   std::vector<P2POp> ops{P2POp{true, peer, out.data(), nullptr, 8, strataUint8},
                          P2POp{false, peer, nullptr, in.data(), 8, strataUint8}};
   Plan plan = buildP2PPlan(ops, c.rank(), c.nranks());
-  std::vector<double> times;
-  for (int i = 0; i < reps; ++i) {
-    double t0 = probeClockUs();
-    executePlan(c, plan, Buffers{nullptr, nullptr, &ops});
-    times.push_back(probeClockUs() - t0);
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  for (int i = 0; i < 5; ++i) executePlan(c, plan, Buffers{nullptr, nullptr, &ops});
 }
 
 // Median round trip of `bytes` out and 8 bytes back, seen from the initiator.
@@ -66,11 +60,11 @@ double roundTripUs(Comm& c, int peer, bool initiator, size_t bytes, int reps) {
   return times[times.size() / 2];
 }
 
-// Sums `n` doubles over all ranks with a fixed flat algorithm (the cost model
-// is not ready yet); also serves as a barrier between the probe's stages.
-void sumAcrossRanks(Comm& c, const double* in, double* out, size_t n) {
+// Sums `n` doubles over all ranks with the named algorithm (forced: the cost
+// model is not ready yet).
+void allReduceWith(Comm& c, const char* algo, const double* in, double* out, size_t n) {
   Config cfg = c.config();
-  cfg.algo = "recursive_doubling";
+  cfg.algo = algo;
   CollArgs args;
   args.coll = Coll::kAllReduce;
   args.rank = c.rank();
@@ -78,6 +72,7 @@ void sumAcrossRanks(Comm& c, const double* in, double* out, size_t n) {
   args.count = n;
   args.dtype = strataFloat64;
   args.redop = strataSum;
+  args.topo = &c.topology();
   OpDesc d;
   d.coll = Coll::kAllReduce;
   d.dtype = strataFloat64;
@@ -85,6 +80,28 @@ void sumAcrossRanks(Comm& c, const double* in, double* out, size_t n) {
   d.count = n;
   d.seq = c.nextSeq();
   executePlan(c, buildCollectivePlan(args, d, cfg), Buffers{in, out, nullptr});
+}
+
+// Also serves as a barrier between the probe's stages.
+void sumAcrossRanks(Comm& c, const double* in, double* out, size_t n) {
+  allReduceWith(c, "recursive_doubling", in, out, n);
+}
+
+// The model's prediction for an 8-byte all-reduce with `algo` as a linear
+// function of the network's alpha and gap: base + perAlpha * alpha + perGap * gap.
+struct LatencySensitivity {
+  double base, perAlpha, perGap;
+};
+
+LatencySensitivity sensitivity(const char* algo, const Topology& t, size_t chunk) {
+  Topology m = t;
+  auto at = [&](double alpha, double gap) {
+    m.inter.alphaUs = alpha;
+    m.inter.gapUs = gap;
+    return predictUs(algo, Coll::kAllReduce, 8, m, chunk);
+  };
+  double base = at(0, 0);
+  return {base, at(1, 0) - base, at(0, 1) - base};
 }
 
 }  // namespace
@@ -123,48 +140,65 @@ LinkParams parseLinkParams(const std::string& text, const char* what) {
   return l;
 }
 
+// Latency and gap are fitted to two 8-byte all-reduces over every rank, timed
+// alternately so that both see the same conditions (other ranks busy or idle,
+// cores shared or not): recursive doubling, whose inter-node steps send from
+// all ranks of a node at once, and the leader algorithm, which sends one
+// message per node. Each time is linear in (alpha, gap) through the model;
+// two shapes give two equations. Timing a pair of ranks alone would not do:
+// while two ranks exchange, the others wait, and on shared cores that skews
+// the latency several-fold from one launch to the next.
 LinkParams probeInterNodeLink(Comm& c) {
   const Topology& t = c.topology();
   const int a = t.node(0)[0], b = t.node(1)[0];
-  double result[3] = {0, 0, 0};  // alpha us, GB/s, gap us: measured on rank a, zero elsewhere
-  if (c.rank() == a || c.rank() == b) {
-    const bool initiator = c.rank() == a;
-    const int peer = initiator ? b : a;
-    const size_t bulk = 2 << 20;
-    exchangeUs(c, peer, 5);  // connect and warm up
-    double alpha = exchangeUs(c, peer, 15);
-    double large = roundTripUs(c, peer, initiator, bulk, 3);
-    if (initiator) {
-      result[0] = alpha;
-      result[1] = double(bulk) / std::max(1.0, large - 2 * alpha) / 1e3;
-    }
-  }
-  double shared[3] = {0, 0, 0};
-  sumAcrossRanks(c, result, shared, 3);  // rank a's numbers to all (only it contributes)
-  LinkParams l{shared[0], shared[1], "measured"};
-  // The gap: what concurrent messages from one node cost beyond alpha (NIC
-  // message rate, or CPU when ranks outnumber cores). Time an 8-byte
-  // recursive-doubling all-reduce over every rank (its inter-node steps send
-  // from all ranks of a node at once) and attribute what exceeds the model's
-  // gap-free prediction to the gap, through the model's own sensitivity.
-  Topology model = t;
-  model.inter = l;
-  const double pred0 = predictUs("recursive_doubling", Coll::kAllReduce, 8, model, c.config().chunkBytes);
-  model.inter.gapUs = 1;
-  const double perGap = predictUs("recursive_doubling", Coll::kAllReduce, 8, model, c.config().chunkBytes) - pred0;
-  if (perGap > 0) {
-    double in = 1, out = 0;
-    std::vector<double> times;
-    for (int i = 0; i < 25; ++i) {
+  if (c.rank() == a) warmUpExchange(c, b);
+  if (c.rank() == b) warmUpExchange(c, a);
+
+  const size_t chunk = c.config().chunkBytes;
+  const char* shapes[2] = {"recursive_doubling", "hier_leader"};
+  std::vector<double> times[2];
+  double in = 1, out = 0;
+  for (int i = 0; i < 30; ++i)
+    for (int s = 0; s < 2; ++s) {
       double t0 = probeClockUs();
-      sumAcrossRanks(c, &in, &out, 1);
-      if (i >= 5) times.push_back(probeClockUs() - t0);
+      allReduceWith(c, shapes[s], &in, &out, 1);
+      if (i >= 5) times[s].push_back(probeClockUs() - t0);
     }
-    std::sort(times.begin(), times.end());
-    double gap[1] = {c.rank() == a ? std::max(0.0, (times[times.size() / 2] - pred0) / perGap) : 0.0}, g = 0;
-    sumAcrossRanks(c, gap, &g, 1);
-    l.gapUs = g;
+  double fit[2] = {0, 0};  // alpha, gap: rank a's fit, shared below
+  if (c.rank() == a) {
+    LatencySensitivity m[2];
+    double rhs[2];
+    for (int s = 0; s < 2; ++s) {
+      std::sort(times[s].begin(), times[s].end());
+      m[s] = sensitivity(shapes[s], t, chunk);
+      rhs[s] = times[s][times[s].size() / 2] - m[s].base;
+    }
+    double det = m[0].perAlpha * m[1].perGap - m[1].perAlpha * m[0].perGap;
+    double alpha = -1, gap = -1;
+    if (std::abs(det) > 1e-9) {
+      alpha = (rhs[0] * m[1].perGap - rhs[1] * m[0].perGap) / det;
+      gap = (m[0].perAlpha * rhs[1] - m[1].perAlpha * rhs[0]) / det;
+    }
+    if (!(alpha > 0 && gap >= 0)) {  // one node-wide message per step, or noise: latency alone
+      gap = 0;
+      alpha = (rhs[0] + rhs[1]) / (m[0].perAlpha + m[1].perAlpha);
+    }
+    fit[0] = std::max(alpha, 0.1);
+    fit[1] = gap;
   }
+  double shared[2] = {0, 0};
+  sumAcrossRanks(c, fit, shared, 2);
+
+  // Bandwidth: a 2 MiB transfer between the first ranks of nodes 0 and 1.
+  double gbps[1] = {0}, sharedGbps = 0;
+  if (c.rank() == a || c.rank() == b) {
+    const size_t bulk = 2 << 20;
+    double large = roundTripUs(c, c.rank() == a ? b : a, c.rank() == a, bulk, 3);
+    if (c.rank() == a) gbps[0] = double(bulk) / std::max(1.0, large - 2 * shared[0]) / 1e3;
+  }
+  sumAcrossRanks(c, gbps, &sharedGbps, 1);
+  LinkParams l{shared[0], sharedGbps, "measured"};
+  l.gapUs = shared[1];
   return l;
 }
 

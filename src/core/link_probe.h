@@ -1,8 +1,8 @@
 // The cost model's link parameters when nobody configured them: defaults per
 // transport for links inside a node, and for the network either a short
-// measurement at init (8-byte exchanges for latency and a 2 MiB transfer for
-// bandwidth between the first ranks of nodes 0 and 1, then an 8-byte
-// all-reduce over every rank for the per-message gap; shared with every rank
+// measurement at init (latency and per-message gap fitted to 8-byte
+// all-reduces over every rank with two algorithms, bandwidth from a 2 MiB
+// transfer between the first ranks of nodes 0 and 1; shared with every rank
 // so that all choose alike) or, with STRATA_LINK_PROBE=0, the NIC speed.
 #pragma once
 
