@@ -64,7 +64,13 @@ double chainUs(const Topology& t, const std::vector<int>& order, double bytes, s
   return first + double(p - 1) * slowest;
 }
 
-// Recursive doubling over `team` (global ranks), as buildRecursiveDoublingAllReduce does it.
+// Reducing a whole message of `bytes` at once, after it arrived (not
+// overlapped with the transfer, as a pipelined ring's slices are): two
+// inputs read, one output written.
+double localReduceUs(const Topology& t, double bytes) { return 3 * bytes / (t.memoryGbps * 1e3); }
+
+// Recursive doubling over `team` (global ranks), as buildRecursiveDoublingAllReduce does it:
+// every exchange is followed by a reduction of the whole message.
 double recursiveDoublingUs(const Topology& t, const std::vector<int>& team, double bytes) {
   const int n = int(team.size());
   if (n < 2) return 0;
@@ -74,7 +80,7 @@ double recursiveDoublingUs(const Topology& t, const std::vector<int>& team, doub
   double us = 0;
   std::vector<std::pair<int, int>> fold;
   for (int r = 0; r < 2 * rem; r += 2) fold.emplace_back(team[size_t(r)], team[size_t(r + 1)]);
-  us += 2 * stepUs(t, fold, bytes);
+  if (rem > 0) us += 2 * stepUs(t, fold, bytes) + localReduceUs(t, bytes);
   for (int m = 1; m < p; m <<= 1) {
     std::vector<std::pair<int, int>> pairs;
     for (int v = 0; v < p; ++v) {
@@ -82,13 +88,14 @@ double recursiveDoublingUs(const Topology& t, const std::vector<int>& team, doub
       int a = v < rem ? v * 2 + 1 : v + rem, b = pv < rem ? pv * 2 + 1 : pv + rem;
       pairs.emplace_back(team[size_t(a)], team[size_t(b)]);
     }
-    us += stepUs(t, pairs, bytes);
+    us += stepUs(t, pairs, bytes) + localReduceUs(t, bytes);
   }
   return us;
 }
 
-// A binomial tree from team[root] (broadcast; a reduce is the same rounds reversed).
-double treeUs(const Topology& t, const std::vector<int>& team, int root, double bytes) {
+// A binomial tree from team[root] (broadcast; a reduce is the same rounds
+// reversed, each level also reducing the whole message: `reduces`).
+double treeUs(const Topology& t, const std::vector<int>& team, int root, double bytes, bool reduces = false) {
   const int n = int(team.size());
   double us = 0;
   int top = 1;
@@ -97,7 +104,7 @@ double treeUs(const Topology& t, const std::vector<int>& team, int root, double 
     std::vector<std::pair<int, int>> pairs;
     for (int v = 0; v + m < n; v += 2 * m)
       pairs.emplace_back(team[size_t((v + root) % n)], team[size_t((v + m + root) % n)]);
-    us += stepUs(t, pairs, bytes);
+    us += stepUs(t, pairs, bytes) + (reduces ? localReduceUs(t, bytes) : 0);
   }
   return us;
 }
@@ -171,10 +178,17 @@ int ceilLog2(int n) {
   return r;
 }
 
-double hierTreeUs(const Topology& t, int root, double bytes) {
-  double intra = 0;
-  for (int m = 0; m < t.nnodes(); ++m) intra = std::max(intra, ceilLog2(int(t.node(m).size())) * t.intra.us(bytes));
-  return treeUs(t, leaders(t, root), t.nodeOf(root), bytes) + intra;
+// A tree inside every node (the deepest counts), then one across the nodes' leaders.
+double intraTreesUs(const Topology& t, double bytes, bool reduces) {
+  double worst = 0;
+  for (int m = 0; m < t.nnodes(); ++m)
+    worst = std::max(worst, ceilLog2(int(t.node(m).size())) *
+                                (t.intra.us(bytes) + (reduces ? localReduceUs(t, bytes) : 0)));
+  return worst;
+}
+
+double hierTreeUs(const Topology& t, int root, double bytes, bool reduces) {
+  return treeUs(t, leaders(t, root), t.nodeOf(root), bytes, reduces) + intraTreesUs(t, bytes, reduces);
 }
 
 }  // namespace
@@ -197,11 +211,9 @@ double predictUs(const std::string& algo, Coll coll, size_t bytesIn, const Topol
       if (algo == "ring") return ringUs(t, identity(n), bytes / n / slices, 2.0 * (n - 1) * slices);
       if (algo == "recursive_doubling") return recursiveDoublingUs(t, identity(n), bytes);
       if (algo == "hier_ring") return hierRingAllReduceUs(t, bytes, chunk);
-      if (algo == "hier_leader") {
-        double intra = 0;
-        for (int m = 0; m < t.nnodes(); ++m) intra = std::max(intra, ceilLog2(int(t.node(m).size())) * t.intra.us(bytes));
-        return 2 * intra + recursiveDoublingUs(t, leaders(t, t.node(0)[0]), bytes);
-      }
+      if (algo == "hier_leader")  // reduce up each node's tree, leaders' recursive doubling, broadcast down
+        return intraTreesUs(t, bytes, true) + recursiveDoublingUs(t, leaders(t, t.node(0)[0]), bytes) +
+               intraTreesUs(t, bytes, false);
       return -1;
     case Coll::kReduceScatter:
     case Coll::kAllGather:
@@ -218,9 +230,9 @@ double predictUs(const std::string& algo, Coll coll, size_t bytesIn, const Topol
         std::reverse(topoOrder.begin(), topoOrder.end());
       }
       if (algo == "chain") return chainUs(t, rankOrder, bytes, chunk);
-      if (algo == "tree") return treeUs(t, identity(n), root, bytes);
+      if (algo == "tree") return treeUs(t, identity(n), root, bytes, coll == Coll::kReduce);
       if (algo == "hier_chain") return chainUs(t, topoOrder, bytes, chunk);
-      if (algo == "hier_tree") return hierTreeUs(t, root, bytes);
+      if (algo == "hier_tree") return hierTreeUs(t, root, bytes, coll == Coll::kReduce);
       return -1;
     }
     case Coll::kAllToAll:

@@ -49,7 +49,7 @@ std::string topologyToJson(const Topology& t) {
       {"nranks", t.nranks()},
       {"nodes", t.nnodes()},
       {"ranks", ranks},
-      {"links", {{"intra", linkJson(t.intra)}, {"inter", linkJson(t.inter)}}},
+      {"links", {{"intra", linkJson(t.intra)}, {"inter", linkJson(t.inter)}, {"memory_gbps", t.memoryGbps}}},
       {"host",
        {{"hostname", h.hostname},
         {"cores", h.cores},
@@ -94,6 +94,12 @@ Topology topologyFromJson(const std::string& text, int nranks, const std::string
     const json& links = doc["links"];
     if (links.contains("intra")) t.intra = linkFrom(links["intra"], origin, "intra");
     if (links.contains("inter")) t.inter = linkFrom(links["inter"], origin, "inter");
+    if (links.contains("memory_gbps")) {
+      const json& m = links["memory_gbps"];
+      if (!m.is_number() || !(m.get<double>() > 0))
+        fail(strataInvalidArgument, "%s: links.memory_gbps must be a positive number (GB/s)", origin.c_str());
+      t.memoryGbps = m.get<double>();
+    }
   }
   return t;
 }

@@ -79,6 +79,11 @@ class Topology {
 
   LinkParams intra;   // between ranks on one node
   LinkParams inter;   // between nodes: the bandwidth of one node's network link
+  // Local memory traffic (bytes read + written per second, GB/s) of one rank:
+  // what a reduction that is not pipelined with the transfers costs (a
+  // recursive-doubling step or a tree level reduces a whole message, reading
+  // two inputs and writing one). Single-core class by default.
+  double memoryGbps = 20.0;
   HostHardware host;  // the host of the rank that detected it
 
   // A one-screen summary for INFO logs.
