@@ -6,7 +6,9 @@ strata-perf's command line, sizes, definitions (algbw, busbw) and table.
 
 -np N spawns N local ranks (torch.multiprocessing); without it, ranks come from
 torchrun's environment. Time is the slowest rank's mean per call. Collectives
-gloo does not support are reported as such, not hidden.
+gloo does not support are reported as such, not hidden. --backend strata runs
+the same through strata's torch.distributed backend (strata_torch), which is
+how bench/torch_bench.py compares the two as PyTorch users meet them.
 """
 import argparse
 import os
@@ -43,8 +45,9 @@ def make_call(coll, count, n, rank, dtype, op, root):
     blocked = count * n
     send = (torch.arange(blocked if coll in ("reduce_scatter", "alltoall") else count) % 5 + 1).to(dtype)
     recv = torch.empty(blocked if coll in ("all_gather", "alltoall") else count, dtype=dtype)
-    if coll == "all_reduce":
-        return lambda: dist.all_reduce(recv.copy_(send), op=op)
+    if coll == "all_reduce":  # in place, as DDP calls it; the values drift, which timing does not mind
+        recv.copy_(send)
+        return lambda: dist.all_reduce(recv, op=op)
     if coll == "reduce_scatter":
         return lambda: dist.reduce_scatter_tensor(recv, send, op=op)
     if coll == "all_gather":
@@ -52,7 +55,8 @@ def make_call(coll, count, n, rank, dtype, op, root):
     if coll == "broadcast":
         return lambda: dist.broadcast(recv, src=root)
     if coll == "reduce":
-        return lambda: dist.reduce(recv.copy_(send), dst=root, op=op)
+        recv.copy_(send)
+        return lambda: dist.reduce(recv, dst=root, op=op)
     if coll == "alltoall":
         return lambda: dist.all_to_all_single(recv, send)
     raise ValueError(coll)
@@ -70,7 +74,7 @@ def bench(rank, n, a):
     dtype, op = DTYPES[a.d], OPS[a.o]
     esize = torch.tensor([], dtype=dtype).element_size()
     if rank == 0:
-        print(f"# gloo-perf {a.coll}: {n} ranks, dtype {a.d}, op {a.o}, root {a.r}, iters {a.n}, "
+        print(f"# {a.backend}-perf {a.coll}: {n} ranks, dtype {a.d}, op {a.o}, root {a.r}, iters {a.n}, "
               f"warmup {a.w}, torch {torch.__version__}")
         print(f"# {'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>5} {'time':>10} {'algbw':>8} "
               f"{'busbw':>8} {'#wrong':>7}")
@@ -98,17 +102,23 @@ def bench(rank, n, a):
                       f"{busbw:>8.3f} {'N/A':>7}", flush=True)
         except RuntimeError as e:  # gloo lacks some collectives / dtypes
             if rank == 0:
-                print(f"  {total:>12} {count:>12} {a.d:>8} {a.o:>6} {a.r:>5} unsupported by gloo: "
+                print(f"  {total:>12} {count:>12} {a.d:>8} {a.o:>6} {a.r:>5} unsupported by {a.backend}: "
                       f"{str(e).splitlines()[0][:80]}", flush=True)
             break
     if rank == 0:
         print(f"# Avg bus bandwidth    : {bus_sum / rows if rows else 0:.4f}")
 
 
+def init(backend, **kwargs):
+    if backend == "strata":
+        import strata_torch  # noqa: F401  (registers the backend)
+    dist.init_process_group(backend, **kwargs)
+
+
 def worker(rank, n, a, port):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=n)
+    init(a.backend, rank=rank, world_size=n)
     try:
         bench(rank, n, a)
     finally:
@@ -129,12 +139,13 @@ def main():
     p.add_argument("-d", default="float", choices=sorted(DTYPES))
     p.add_argument("-o", default="sum", choices=sorted(OPS))
     p.add_argument("-r", type=int, default=0)
-    p.add_argument("-c", type=int, default=0, help="accepted for symmetry; gloo results are not checked")
+    p.add_argument("-c", type=int, default=0, help="accepted for symmetry; results are not checked")
+    p.add_argument("--backend", default="gloo", choices=["gloo", "strata"])
     a = p.parse_args()
     if a.np > 0:
         mp.spawn(worker, args=(a.np, a, 29000 + os.getpid() % 20000), nprocs=a.np, join=True)
     else:
-        dist.init_process_group("gloo")
+        init(a.backend)
         try:
             bench(dist.get_rank(), dist.get_world_size(), a)
         finally:

@@ -1,0 +1,143 @@
+// StrataBackend's life cycle: bootstrap through the c10d Store, the worker
+// that runs queued operations, coalescing, split, shutdown and abort. The
+// collectives themselves are in collectives.cc.
+#include "backend.h"
+
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+namespace strata_torch {
+
+namespace {
+
+// The unique id travels through the store under a key numbered by how many
+// strata backends this rank made on this store before: every rank makes them
+// in the same order, so the numbers agree, and a store shared by several
+// backends (one per device type, say) never hands one the other's id.
+strataUniqueId exchangeUniqueId(const c10::intrusive_ptr<c10d::Store>& store, int rank) {
+  const int64_t nth = store->add("strata/backends_made_by_rank_" + std::to_string(rank), 1);
+  const std::string key = "strata/unique_id_" + std::to_string(nth);
+  strataUniqueId id;
+  if (rank == 0) {
+    if (strataGetUniqueId(&id) != strataSuccess)
+      C10_THROW_ERROR(DistBackendError,
+                      std::string("strata: making the communicator's unique id failed: ") + strataGetLastError(nullptr));
+    store->set(key, std::vector<uint8_t>(id.internal, id.internal + sizeof id.internal));
+  } else {
+    std::vector<uint8_t> bytes = store->get(key);  // waits, up to the store's timeout
+    TORCH_CHECK(bytes.size() == sizeof id.internal, "strata: the unique id in the store has ", bytes.size(),
+                " bytes, expected ", sizeof id.internal, " (was it written by another strata version?)");
+    std::memcpy(id.internal, bytes.data(), bytes.size());
+  }
+  return id;
+}
+
+}  // namespace
+
+StrataBackend::StrataBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                             std::chrono::milliseconds timeout)
+    : c10d::Backend(rank, size), timeout_(timeout) {
+  strataUniqueId id = exchangeUniqueId(store, rank);
+  strataConfig_t config = STRATA_CONFIG_INITIALIZER;
+  config.timeoutMs = int(std::min<int64_t>(std::max<int64_t>(timeout.count(), 1), INT_MAX));
+  if (strataCommInitRankConfig(&comm_, size, id, rank, &config) != strataSuccess)
+    C10_THROW_ERROR(DistBackendError, std::string("strata: creating the communicator (rank ") +
+                                          std::to_string(rank) + " of " + std::to_string(size) +
+                                          ") failed: " + strataGetLastError(nullptr));
+  queue_ = std::make_unique<OpQueue>([this](Batch& b) { run(b); });
+}
+
+StrataBackend::~StrataBackend() { shutdown(); }
+
+void StrataBackend::shutdown() {
+  if (queue_) queue_->stop("strata: the process group was shut down before this operation ran");
+  if (comm_) strataCommDestroy(comm_);
+  comm_ = nullptr;
+}
+
+void StrataBackend::abort() {
+  if (queue_) queue_->stop("strata: the process group was aborted before this operation ran");
+  if (comm_) strataCommAbort(comm_);
+  comm_ = nullptr;
+}
+
+c10::intrusive_ptr<c10d::Backend> StrataBackend::split(const c10::intrusive_ptr<c10d::Store>& store,
+                                                       const std::vector<int>& ranks,
+                                                       const c10::intrusive_ptr<Options>& opts) {
+  auto me = std::find(ranks.begin(), ranks.end(), rank_);
+  if (me == ranks.end()) return nullptr;  // not a member of the new group
+  auto timeout = opts ? opts->timeout : timeout_;
+  auto child = c10::make_intrusive<StrataBackend>(store, int(me - ranks.begin()), int(ranks.size()), timeout);
+  if (opts) child->setGroupUid(opts->group_name);
+  return child;
+}
+
+c10::intrusive_ptr<c10d::Backend::Options> StrataBackend::getBackendOptions() {
+  auto opts = c10::make_intrusive<Options>("strata", timeout_);
+  opts->group_name = getGroupUid();
+  return opts;
+}
+
+void StrataBackend::startCoalescing() {
+  TORCH_CHECK(!coalescing_, "strata: startCoalescing called twice without endCoalescing");
+  coalescing_ = true;
+  coalesced_ = Batch{{}, c10::make_intrusive<StrataWork>(rank_, c10d::OpType::COALESCED)};
+}
+
+c10::intrusive_ptr<c10d::Work> StrataBackend::endCoalescing() {
+  TORCH_CHECK(coalescing_, "strata: endCoalescing called without startCoalescing");
+  coalescing_ = false;
+  auto work = coalesced_.work;
+  queue_->push(std::move(coalesced_));
+  coalesced_ = Batch{};
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> StrataBackend::submit(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                                     std::vector<OpSteps> ops, int sourceRank) {
+  TORCH_CHECK(comm_, "strata: the process group was shut down or aborted");
+  if (coalescing_) {
+    for (OpSteps& op : ops) coalesced_.ops.push_back(std::move(op));
+    coalesced_.work->addOutputs(outputs);
+    return coalesced_.work;
+  }
+  auto work = c10::make_intrusive<StrataWork>(rank_, type, sourceRank);
+  work->addOutputs(outputs);
+  queue_->push(Batch{std::move(ops), work});
+  return work;
+}
+
+void StrataBackend::run(Batch& batch) {
+  for (OpSteps& op : batch.ops)
+    if (op.before) op.before();
+  if (batch.ops.size() == 1) {
+    batch.ops[0].issue();
+  } else if (batch.ops.size() > 1) {
+    check(strataGroupStart(), "strataGroupStart");
+    try {
+      for (OpSteps& op : batch.ops) op.issue();
+    } catch (...) {
+      strataGroupEnd();
+      throw;
+    }
+    check(strataGroupEnd(), "strataGroupEnd");
+  }
+  for (OpSteps& op : batch.ops)
+    if (op.after) op.after();
+}
+
+void StrataBackend::check(strataResult_t rc, const char* call) const {
+  if (rc == strataSuccess) return;
+  C10_THROW_ERROR(DistBackendError, std::string("strata ") + call + " failed (" + strataGetErrorString(rc) +
+                                        ") on rank " + std::to_string(rank_) + ": " + strataGetLastError(comm_));
+}
+
+void StrataBackend::checkPeer(int peer, const char* method, const char* what) const {
+  TORCH_CHECK_VALUE(peer >= 0 && peer < size_, "strata ", method, ": ", what, " ", peer,
+                    " is not a rank of this group (size ", size_, ")");
+}
+
+}  // namespace strata_torch

@@ -1,0 +1,85 @@
+#include "op_queue.h"
+
+#include <c10/util/Exception.h>
+
+namespace strata_torch {
+
+namespace {
+
+std::exception_ptr stoppedError(const std::string& why) {
+  try {
+    C10_THROW_ERROR(DistBackendError, why);
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
+}  // namespace
+
+OpQueue::OpQueue(std::function<void(Batch&)> run) : run_(std::move(run)), thread_([this] { loop(); }) {}
+
+OpQueue::~OpQueue() { stop("strata: the process group was destroyed before this operation ran"); }
+
+void OpQueue::push(Batch batch) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!stopping_) {
+      queue_.push_back(std::move(batch));
+      wake_.notify_one();
+      return;
+    }
+  }
+  batch.work->complete(stoppedError(stopReason_));
+}
+
+void OpQueue::drain() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_.wait(lock, [&] { return queue_.empty() && !busy_; });
+}
+
+void OpQueue::stop(const std::string& why) {
+  std::deque<Batch> unstarted;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+    if (stopReason_.empty()) stopReason_ = why;
+    unstarted.swap(queue_);
+    wake_.notify_all();
+  }
+  for (Batch& b : unstarted) b.work->complete(stoppedError(why));
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void OpQueue::loop() {
+  for (;;) {
+    Batch batch;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) {
+        idle_.notify_all();
+        return;
+      }
+      batch = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+    }
+    std::exception_ptr error;
+    try {
+      run_(batch);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    auto work = batch.work;
+    batch.ops.clear();  // release the captured tensors before anyone sees completion
+    work->complete(error);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      busy_ = false;
+      if (queue_.empty()) idle_.notify_all();
+    }
+  }
+}
+
+}  // namespace strata_torch

@@ -1,0 +1,510 @@
+"""One rank of a strata_torch test scenario (launched by launch.py like torchrun).
+
+Each check runs an operation through strata, through gloo on the same random
+inputs (where gloo supports it), and against a float64 reference computed
+from every rank's inputs (each rank can regenerate any rank's inputs).
+"""
+import os
+import sys
+import time
+import zlib
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+import strata_torch  # noqa: F401  (registers "strata")
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples"))
+
+RANK, WORLD = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.uint8, torch.int32,
+          torch.int64, torch.bool]
+OPS = ["SUM", "PRODUCT", "MIN", "MAX", "AVG"]
+TOL = {torch.float32: 1e-5, torch.float64: 1e-12, torch.float16: 4e-3, torch.bfloat16: 3e-2}
+failures = []
+
+
+def inputs(tag, rank, shape, dtype):
+    """Random (never all-zero) input of `rank` for check `tag`: the same on every process."""
+    g = torch.Generator().manual_seed(zlib.crc32(tag.encode()) * 64 + rank)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=g).bool()
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
+    lo, hi = (0, 8) if dtype == torch.uint8 else (-5, 6)
+    return torch.randint(lo, hi, shape, generator=g, dtype=torch.int64).to(dtype)
+
+
+def reduce_ref(op, parts, dtype):
+    """float64 reduction of `parts` (tensors of dtype), as strata defines it; returns dtype."""
+    x = torch.stack([p.double() for p in parts])
+    if dtype == torch.bool:
+        r = {"SUM": x.amax(0), "MAX": x.amax(0), "PRODUCT": x.amin(0), "MIN": x.amin(0)}[op]
+        return r.bool()
+    r = {"SUM": lambda: x.sum(0), "PRODUCT": lambda: x.prod(0), "MIN": lambda: x.amin(0),
+         "MAX": lambda: x.amax(0), "AVG": lambda: x.sum(0) / len(parts)}[op]()
+    if op == "AVG" and not dtype.is_floating_point:
+        r = torch.trunc(r)
+    return r.to(dtype)
+
+
+def close(name, got, want):
+    """Records a failure unless got matches want (exactly for integers and bool)."""
+    try:
+        if got.dtype != want.dtype or got.shape != want.shape:
+            raise AssertionError(f"dtype/shape {got.dtype}{tuple(got.shape)} != {want.dtype}{tuple(want.shape)}")
+        if want.dtype.is_floating_point:
+            tol = TOL[want.dtype]
+            torch.testing.assert_close(got.double(), want.double(), rtol=tol, atol=tol * 4)
+        elif not torch.equal(got, want):
+            raise AssertionError(f"{(got != want).sum().item()} of {want.numel()} elements differ")
+    except AssertionError as e:
+        failures.append(f"{name}: {str(e)[:400]}")
+
+
+def both(name, fn, want=None, gloo_ok=True):
+    """Runs fn(group) with strata and gloo; compares each with want (if given) and strata with gloo."""
+    got = fn(STRATA)
+    if want is not None:
+        for i, (g, w) in enumerate(zip(got, want)):
+            close(f"{name}[{i}] strata vs float64 reference", g, w)
+    if gloo_ok:
+        try:
+            ref = fn(GLOO)
+        except (RuntimeError, ValueError, TypeError):
+            return  # gloo does not support this case; the float64 reference still checked strata
+        for i, (g, r) in enumerate(zip(got, ref)):
+            close(f"{name}[{i}] strata vs gloo", g, r)
+
+
+def op_of(name):
+    return getattr(dist.ReduceOp, name)
+
+
+# ---------------------------------------------------------------- collectives
+def check_all_reduce():
+    for dtype in DTYPES:
+        for op in OPS:
+            if dtype == torch.bool and op == "AVG":
+                continue
+            for count in (0, 1, 7, 1031):
+                tag = f"allreduce-{dtype}-{op}-{count}"
+                want = reduce_ref(op, [inputs(tag, r, (count,), dtype) for r in range(WORLD)], dtype)
+
+                def run(group, tag=tag, op=op, dtype=dtype, count=count):
+                    t = inputs(tag, RANK, (count,), dtype)
+                    dist.all_reduce(t, op=op_of(op), group=group)
+                    return [t]
+                both(tag, run, [want], gloo_ok=op != "AVG")
+    # A non-contiguous tensor (a transposed view) is reduced in place through a copy.
+    base = inputs("nc", RANK, (7, 5), torch.float32)
+    t = base.t()
+    dist.all_reduce(t, group=STRATA)
+    close("allreduce non-contiguous", base.t(), reduce_ref("SUM", [inputs("nc", r, (7, 5), torch.float32).t()
+                                                                    for r in range(WORLD)], torch.float32))
+    # PREMUL_SUM: every input scaled, then summed.
+    t = inputs("premul", RANK, (1031,), torch.float32)
+    dist.all_reduce(t, op=dist._make_nccl_premul_sum(0.25), group=STRATA)
+    want = reduce_ref("SUM", [inputs("premul", r, (1031,), torch.float32) * 0.25 for r in range(WORLD)], torch.float32)
+    close("allreduce PREMUL_SUM", t, want)
+
+
+def check_async_and_future():
+    t = inputs("async", RANK, (1 << 20,), torch.float32)
+    work = dist.all_reduce(t, group=STRATA, async_op=True)
+    fut = work.get_future()
+    work.wait()
+    if not work.is_completed():
+        failures.append("async all_reduce: not completed after wait()")
+    out = fut.wait()
+    want = reduce_ref("SUM", [inputs("async", r, (1 << 20,), torch.float32) for r in range(WORLD)], torch.float32)
+    close("async all_reduce future value", out[0], want)
+    close("async all_reduce tensor", t, want)
+    # Several in flight at once complete in order, each with its own result.
+    ts = [inputs(f"multi{i}", RANK, (4099,), torch.float64) for i in range(6)]
+    works = [dist.all_reduce(x, group=STRATA, async_op=True) for x in ts]
+    for i, (x, w) in enumerate(zip(ts, works)):
+        w.wait()
+        close(f"in-flight all_reduce {i}", x,
+              reduce_ref("SUM", [inputs(f"multi{i}", r, (4099,), torch.float64) for r in range(WORLD)], torch.float64))
+
+
+def check_coalesced():
+    shapes = [(3,), (17, 2), (1,), (0,), (101,)]
+    for op in ("SUM", "MAX"):
+        tag = f"coalesced-{op}"
+
+        def run(group, tag=tag, op=op):
+            ts = [inputs(f"{tag}{i}", RANK, s, torch.float32) for i, s in enumerate(shapes)]
+            with dist._coalescing_manager(group=group, device=torch.device("cpu")):
+                for t in ts:
+                    dist.all_reduce(t, op=op_of(op), group=group)
+            return ts
+        want = [reduce_ref(op, [inputs(f"{tag}{i}", r, s, torch.float32) for r in range(WORLD)], torch.float32)
+                for i, s in enumerate(shapes)]
+        both(tag, run, want, gloo_ok=False)  # gloo has no coalescing; the reference checks strata
+
+
+def check_broadcast_reduce():
+    for dtype in DTYPES:
+        for root in range(WORLD):
+            for count in (0, 1031):
+                tag = f"bcast-{dtype}-{root}-{count}"
+
+                def run(group, tag=tag, dtype=dtype, root=root, count=count):
+                    t = inputs(tag, RANK, (count,), dtype)
+                    dist.broadcast(t, src=root, group=group)
+                    return [t]
+                both(tag, run, [inputs(tag, root, (count,), dtype)])
+    for dtype in (torch.float32, torch.int32, torch.bfloat16):
+        for op in ("SUM", "MAX"):
+            for root in range(WORLD):
+                tag = f"reduce-{dtype}-{op}-{root}"
+                t = inputs(tag, RANK, (1031,), dtype)
+                dist.reduce(t, dst=root, op=op_of(op), group=STRATA)
+                if RANK == root:
+                    close(tag, t, reduce_ref(op, [inputs(tag, r, (1031,), dtype) for r in range(WORLD)], dtype))
+
+
+def check_gathers():
+    for dtype in DTYPES:
+        for count in (0, 1, 1031):
+            tag = f"ag-{dtype}-{count}"
+            want = [inputs(tag, r, (count,), dtype) for r in range(WORLD)]
+
+            def run(group, tag=tag, dtype=dtype, count=count):
+                outs = [torch.empty(count, dtype=dtype) for _ in range(WORLD)]
+                dist.all_gather(outs, inputs(tag, RANK, (count,), dtype), group=group)
+                return outs
+            both(tag + " list", run, want)
+
+            def run_tensor(group, tag=tag, dtype=dtype, count=count):
+                out = torch.empty(WORLD * count, dtype=dtype)
+                dist.all_gather_into_tensor(out, inputs(tag, RANK, (count,), dtype), group=group)
+                return [out]
+            both(tag + " into tensor", run_tensor, [torch.cat(want)])
+    # Coalesced all_gather_into_tensor (FSDP's path).
+    shapes = [(5,), (1031,), (1,)]
+
+    def run_coalesced(group):
+        outs = [torch.empty(WORLD * s[0]) for s in shapes]
+        with dist._coalescing_manager(group=group, device=torch.device("cpu")):
+            for i, s in enumerate(shapes):
+                dist.all_gather_into_tensor(outs[i], inputs(f"agc{i}", RANK, s, torch.float32), group=group)
+        return outs
+    both("all_gather_into_tensor coalesced", run_coalesced,
+         [torch.cat([inputs(f"agc{i}", r, s, torch.float32) for r in range(WORLD)]) for i, s in enumerate(shapes)],
+         gloo_ok=False)
+    # gather and scatter, every root.
+    for root in range(WORLD):
+        tag = f"gather-{root}"
+        t = inputs(tag, RANK, (13, 3), torch.float32)
+        outs = [torch.empty(13, 3) for _ in range(WORLD)] if RANK == root else None
+        dist.gather(t, outs, dst=root, group=STRATA)
+        if RANK == root:
+            for r in range(WORLD):
+                close(f"{tag} from {r}", outs[r], inputs(tag, r, (13, 3), torch.float32))
+        tag = f"scatter-{root}"
+        parts = [inputs(tag, p, (11,), torch.int64) for p in range(WORLD)] if RANK == root else None
+        out = torch.empty(11, dtype=torch.int64)
+        dist.scatter(out, parts, src=root, group=STRATA)
+        close(tag, out, inputs(tag, RANK, (11,), torch.int64))
+
+
+def check_reduce_scatters():
+    for dtype in DTYPES:
+        for op in ("SUM", "MAX", "MIN", "PRODUCT"):
+            for count in (0, 1, 257):
+                tag = f"rs-{dtype}-{op}-{count}"
+                full = [inputs(tag, r, (WORLD * count,), dtype) for r in range(WORLD)]
+                want = reduce_ref(op, full, dtype)[RANK * count:(RANK + 1) * count]
+
+                def run_tensor(group, tag=tag, dtype=dtype, op=op, count=count):
+                    out = torch.empty(count, dtype=dtype)
+                    dist.reduce_scatter_tensor(out, inputs(tag, RANK, (WORLD * count,), dtype), op=op_of(op),
+                                               group=group)
+                    return [out]
+                both(tag + " tensor", run_tensor, [want])
+
+                def run_list(group, tag=tag, dtype=dtype, op=op, count=count):
+                    out = torch.empty(count, dtype=dtype)
+                    dist.reduce_scatter(out, list(inputs(tag, RANK, (WORLD * count,), dtype).chunk(WORLD))
+                                        if count else [torch.empty(0, dtype=dtype)] * WORLD, op=op_of(op), group=group)
+                    return [out]
+                both(tag + " list", run_list, [want])
+    shapes = [(WORLD * 3,), (WORLD * 101,)]
+
+    def run_coalesced(group):
+        outs = [torch.empty(s[0] // WORLD) for s in shapes]
+        with dist._coalescing_manager(group=group, device=torch.device("cpu")):
+            for i, s in enumerate(shapes):
+                dist.reduce_scatter_tensor(outs[i], inputs(f"rsc{i}", RANK, s, torch.float32), group=group)
+        return outs
+    want = []
+    for i, s in enumerate(shapes):
+        n = s[0] // WORLD
+        want.append(reduce_ref("SUM", [inputs(f"rsc{i}", r, s, torch.float32) for r in range(WORLD)],
+                               torch.float32)[RANK * n:(RANK + 1) * n])
+    both("reduce_scatter_tensor coalesced", run_coalesced, want, gloo_ok=False)
+
+
+def check_all_to_all():
+    for dtype in (torch.float32, torch.int8, torch.bool):
+        tag = f"a2a-{dtype}"
+        count = 5
+        want = torch.cat([inputs(tag, r, (WORLD * count,), dtype)[RANK * count:(RANK + 1) * count]
+                          for r in range(WORLD)])
+
+        def run(group, tag=tag, dtype=dtype):
+            out = torch.empty(WORLD * count, dtype=dtype)
+            dist.all_to_all_single(out, inputs(tag, RANK, (WORLD * count,), dtype), group=group)
+            return [out]
+        both(tag + " even", run, [want])
+    # Uneven splits: rank r sends (r + p + 1) rows of 3 to rank p.
+    rows = lambda src, dst: src + dst + 1  # noqa: E731
+    send_splits = [rows(RANK, p) for p in range(WORLD)]
+    recv_splits = [rows(p, RANK) for p in range(WORLD)]
+    inp = inputs("a2av", RANK, (sum(send_splits), 3), torch.float64)
+    want = []
+    for p in range(WORLD):
+        theirs = inputs("a2av", p, (sum(rows(p, q) for q in range(WORLD)), 3), torch.float64)
+        off = sum(rows(p, q) for q in range(RANK))
+        want.append(theirs[off:off + rows(p, RANK)])
+
+    def run_uneven(group):
+        out = torch.empty(sum(recv_splits), 3, dtype=torch.float64)
+        dist.all_to_all_single(out, inp, recv_splits, send_splits, group=group)
+        return [out]
+    both("all_to_all_single uneven", run_uneven, [torch.cat(want)])
+
+    def run_list(group):
+        ins = [inputs(f"a2al-{RANK}-{p}", 0, (rows(RANK, p),), torch.int32) for p in range(WORLD)]
+        outs = [torch.empty(rows(p, RANK), dtype=torch.int32) for p in range(WORLD)]
+        dist.all_to_all(outs, ins, group=group)
+        return outs
+    both("all_to_all list", run_list, [inputs(f"a2al-{p}-{RANK}", 0, (rows(p, RANK),), torch.int32)
+                                       for p in range(WORLD)])
+
+
+def check_p2p():
+    nxt, prv = (RANK + 1) % WORLD, (RANK - 1) % WORLD
+    # A ring exchange with batch_isend_irecv: every rank sends and receives at once.
+    send = inputs("ring", RANK, (1 << 18,), torch.float32)
+    recv = torch.empty(1 << 18)
+    ops = [dist.P2POp(dist.isend, send, nxt, group=STRATA), dist.P2POp(dist.irecv, recv, prv, group=STRATA)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    close("batch_isend_irecv ring", recv, inputs("ring", prv, (1 << 18,), torch.float32))
+    # Blocking send / recv between 0 and 1.
+    if RANK == 0:
+        dist.send(inputs("p2p", 0, (1031,), torch.int64), dst=1, group=STRATA)
+    elif RANK == 1:
+        t = torch.empty(1031, dtype=torch.int64)
+        dist.recv(t, src=0, group=STRATA)
+        close("send/recv", t, inputs("p2p", 0, (1031,), torch.int64))
+    dist.barrier(group=STRATA)
+
+
+def check_groups():
+    # new_group over the first WORLD-1 ranks (all of them when WORLD is 2), with the strata backend.
+    members = list(range(max(2, WORLD - 1)))
+    sub = dist.new_group(members, backend="strata")
+    if RANK in members:
+        t = inputs("sub", RANK, (1031,), torch.float32)
+        dist.all_reduce(t, group=sub)
+        close("new_group all_reduce", t, reduce_ref("SUM", [inputs("sub", r, (1031,), torch.float32)
+                                                            for r in members], torch.float32))
+        out = torch.empty(len(members) * 3, dtype=torch.int32)
+        dist.all_gather_into_tensor(out, torch.full((3,), RANK, dtype=torch.int32), group=sub)
+        close("new_group all_gather (global ranks)", out,
+              torch.tensor([r for r in members for _ in range(3)], dtype=torch.int32))
+    # split_group: pairs (0,1), (2) ...
+    splits = [list(range(i, min(i + 2, WORLD))) for i in range(0, WORLD, 2)]
+    part = dist.split_group(STRATA, splits)
+    mine = next(s for s in splits if RANK in s)
+    t = inputs("split", RANK, (257,), torch.float64)
+    dist.all_reduce(t, group=part)
+    close("split_group all_reduce", t, reduce_ref("SUM", [inputs("split", r, (257,), torch.float64) for r in mine],
+                                                  torch.float64))
+
+
+def check_errors():
+    def expect(name, fn, words):
+        try:
+            fn()
+        except (RuntimeError, ValueError, TypeError) as e:
+            if not all(w.lower() in str(e).lower() for w in words):
+                failures.append(f"{name}: message '{e}' lacks {words}")
+            return
+        failures.append(f"{name}: no error raised")
+    expect("int16 dtype", lambda: dist.all_reduce(torch.ones(3, dtype=torch.int16), group=STRATA), ["dtype"])
+    # complex SUM works: torch hands the backend the real view.
+    z = torch.complex(inputs("cplx", RANK, (9,), torch.float32), inputs("cplx-im", RANK, (9,), torch.float32))
+    dist.all_reduce(z, group=STRATA)
+    want = sum(torch.complex(inputs("cplx", r, (9,), torch.float32), inputs("cplx-im", r, (9,), torch.float32))
+               for r in range(WORLD))
+    close("complex all_reduce (real view)", torch.view_as_real(z), torch.view_as_real(want))
+    expect("BAND", lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32), op=dist.ReduceOp.BAND, group=STRATA),
+           ["ReduceOp"])
+    expect("recv from any source", lambda: dist.recv(torch.ones(3), group=STRATA), ["any source"])
+    expect("all_gather_into_tensor size", lambda: dist.all_gather_into_tensor(torch.empty(WORLD * 3 + 1),
+                                                                              torch.ones(3), group=STRATA),
+           ["elements"])
+    dist.barrier(group=STRATA)  # still usable after argument errors
+
+
+def scenario_collectives():
+    global STRATA, GLOO
+    dist.init_process_group("strata", timeout=timedelta(seconds=60))
+    STRATA = dist.group.WORLD
+    GLOO = dist.new_group(backend="gloo")
+    for check in (check_all_reduce, check_async_and_future, check_coalesced, check_broadcast_reduce, check_gathers,
+                  check_reduce_scatters, check_all_to_all, check_p2p, check_groups, check_errors):
+        t0 = time.time()
+        check()
+        print(f"rank {RANK}: {check.__name__} done in {time.time() - t0:.1f} s", flush=True)
+    dist.destroy_process_group()
+
+
+def scenario_init_method(method):
+    """init_process_group("strata") through env://, tcp:// or file://; one all_reduce."""
+    if method == "env":
+        dist.init_process_group("strata", init_method="env://")
+    elif method == "tcp":
+        dist.init_process_group("strata", init_method=f"tcp://127.0.0.1:{os.environ['MASTER_PORT']}",
+                                rank=RANK, world_size=WORLD)
+    elif method == "file":
+        dist.init_process_group("strata", init_method=f"file://{os.environ['STRATA_TEST_FILE']}",
+                                rank=RANK, world_size=WORLD)
+    elif method == "cpu_cuda":
+        dist.init_process_group("cpu:strata,cuda:strata")
+    t = torch.full((5,), float(RANK + 1))
+    dist.all_reduce(t)
+    close(f"init {method}", t, torch.full((5,), float(WORLD * (WORLD + 1) / 2)))
+    dist.destroy_process_group()
+
+
+# ---------------------------------------------------------------- training
+def small_model():
+    from ddp_train import SmallCNN
+    torch.manual_seed(0)
+    return SmallCNN(width=8)
+
+
+def params_close(name, a, b, rtol, atol):
+    for (n, x), y in zip(a.named_parameters(), b.parameters()):
+        close_tol(f"{name} {n}", x.detach(), y.detach(), rtol, atol)
+
+
+def close_tol(name, got, want, rtol, atol):
+    try:
+        torch.testing.assert_close(got, want, rtol=rtol, atol=atol)
+    except AssertionError as e:
+        failures.append(f"{name}: {str(e)[:300]}")
+
+
+def scenario_training():
+    from ddp_train import train
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    global STRATA, GLOO
+    dist.init_process_group("strata", timeout=timedelta(seconds=60))
+    STRATA, GLOO = dist.group.WORLD, dist.new_group(backend="gloo")
+    torch.set_num_threads(1)
+    # DDP, float32: the same parameters as with gloo.
+    a, b = small_model(), small_model()
+    train(a, 20, 8, RANK, process_group=STRATA)
+    train(b, 20, 8, RANK, process_group=GLOO)
+    params_close("DDP strata vs gloo", a, b, rtol=1e-6, atol=1e-7)
+    changed = any(not torch.equal(x, y) for x, y in zip(a.parameters(), small_model().parameters()))
+    if not changed:
+        failures.append("DDP: training left the parameters unchanged")
+    # DDP with the bf16 compression hook, against gloo with the same hook.
+    a, b = small_model(), small_model()
+    train(a, 20, 8, RANK, hook=default_hooks.bf16_compress_hook, process_group=STRATA)
+    train(b, 20, 8, RANK, hook=default_hooks.bf16_compress_hook, process_group=GLOO)
+    params_close("DDP bf16 hook strata vs gloo", a, b, rtol=1e-2, atol=1e-3)
+    print(f"rank {RANK}: DDP done", flush=True)
+    check_zero()
+    print(f"rank {RANK}: ZeroRedundancyOptimizer done", flush=True)
+    check_fsdp2()
+    print(f"rank {RANK}: FSDP2 done", flush=True)
+    dist.destroy_process_group()
+
+
+def check_zero():
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    import torch.nn.functional as F
+    from ddp_train import synthetic_batch
+    results = []
+    for group in (STRATA, GLOO):
+        model = small_model()
+        ddp = DDP(model, process_group=group)
+        # SGD with momentum: Adam would turn the last-bit differences of summing 3 ranks' gradients in
+        # another order into visible ones wherever a gradient is near Adam's epsilon.
+        opt = ZeroRedundancyOptimizer(ddp.parameters(), optimizer_class=torch.optim.SGD, lr=0.01, momentum=0.9,
+                                      process_group=group)
+        for step in range(8):
+            x, y = synthetic_batch(step, RANK, 8)
+            opt.zero_grad()
+            F.cross_entropy(ddp(x), y).backward()
+            opt.step()
+        results.append(model)
+    params_close("ZeroRedundancyOptimizer strata vs gloo", results[0], results[1], rtol=1e-6, atol=1e-7)
+
+
+def check_fsdp2():
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.fsdp import fully_shard
+    import torch.nn as nn
+    outs = []
+    for group in (STRATA, GLOO):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(37, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 5))
+        mesh = DeviceMesh.from_group(group, "cpu")
+        for layer in model:
+            if isinstance(layer, nn.Linear):
+                fully_shard(layer, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        for step in range(6):
+            g = torch.Generator().manual_seed(step * 100 + RANK)
+            x, y = torch.randn(16, 37, generator=g), torch.randn(16, 5, generator=g)
+            opt.zero_grad()
+            ((model(x) - y) ** 2).mean().backward()
+            opt.step()
+        outs.append([p.full_tensor().detach().clone() for p in model.parameters()])
+    for i, (x, y) in enumerate(zip(*outs)):
+        close_tol(f"FSDP2 strata vs gloo param {i}", x, y, rtol=1e-6, atol=1e-7)
+
+
+def scenario_dead_peer(timeout_s):
+    """The last rank dies after a few steps; every other rank must raise a DistBackendError naming the problem."""
+    dist.init_process_group("strata", timeout=timedelta(seconds=float(timeout_s)))
+    t = torch.ones(1 << 16)
+    for step in range(10_000):
+        if step == 5 and RANK == WORLD - 1:
+            print(f"rank {RANK}: exiting abruptly at step {step}", flush=True)
+            os._exit(9)
+        try:
+            dist.all_reduce(t)
+        except Exception as e:  # noqa: BLE001
+            print(f"rank {RANK}: RAISED {type(e).__name__} at step {step}: {e}", flush=True)
+            dist.destroy_process_group()
+            sys.exit(3)
+        t.fill_(1)
+    failures.append("no error after the peer died")
+
+
+def main():
+    scenario, args = sys.argv[1], sys.argv[2:]
+    globals()[f"scenario_{scenario}"](*args)
+    if failures:
+        print(f"rank {RANK}: {len(failures)} failures:\n  " + "\n  ".join(failures[:40]), flush=True)
+        sys.exit(1)
+    print(f"rank {RANK}: OK", flush=True)
+
+
+if __name__ == "__main__":
+    main()

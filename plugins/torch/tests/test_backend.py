@@ -1,0 +1,45 @@
+"""strata_torch against gloo and a float64 reference, on 2 and 3 local ranks."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from launch import run
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_collectives_match_gloo_and_reference(world):
+    run("collectives", world, timeout=900).check()
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_training_ddp_zero_fsdp2_match_gloo(world):
+    run("training", world, timeout=900).check()
+
+
+@pytest.mark.parametrize("method", ["env", "tcp", "file", "cpu_cuda"])
+def test_init_methods(method, tmp_path):
+    run("init_method", 2, method, timeout=120, env={"STRATA_TEST_FILE": str(tmp_path / "rendezvous")}).check()
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_dead_peer_raises_on_every_other_rank_within_timeout(world):
+    timeout_s = 20
+    res = run("dead_peer", world, timeout_s, timeout=120)
+    assert res.codes[-1] == 9, res.outputs[-1]
+    for r in range(world - 1):
+        assert res.codes[r] == 3, f"rank {r} (exit {res.codes[r]}):\n{res.outputs[r][-3000:]}"
+        assert "RAISED DistBackendError" in res.outputs[r] and "strata" in res.outputs[r], res.outputs[r][-3000:]
+    assert res.seconds < timeout_s + 30, f"took {res.seconds:.0f} s"
+
+
+def test_torchrun_example():
+    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                          os.path.join(ROOT, "examples", "ddp_train.py"), "--backend", "strata", "--steps", "6",
+                          "--warmup", "2"], env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "backend strata: world 2, median step" in out.stdout, out.stdout[-3000:]
