@@ -5,8 +5,11 @@
 
 #include <c10/util/Exception.h>
 
+#include <sched.h>
+
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 
 namespace strata_torch {
@@ -35,6 +38,30 @@ strataUniqueId exchangeUniqueId(const c10::intrusive_ptr<c10d::Store>& store, in
   return id;
 }
 
+int envInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+// Whether a worker thread runs the operations, overlapping them with the
+// caller's compute, or the caller's thread does (see OpQueue).
+// STRATA_TORCH_OVERLAP=1 or 0 decides; unset (or "auto"), overlap only when
+// the cores this process may use leave one spare for each local rank's
+// worker. Local ranks: LOCAL_WORLD_SIZE (torchrun) or
+// OMPI_COMM_WORLD_LOCAL_SIZE (mpirun); 1 when neither is set.
+bool overlapOperations() {
+  const char* v = std::getenv("STRATA_TORCH_OVERLAP");
+  const std::string mode = v ? v : "";
+  if (mode == "1") return true;
+  if (mode == "0") return false;
+  TORCH_CHECK_VALUE(mode.empty() || mode == "auto", "strata: STRATA_TORCH_OVERLAP='", mode,
+                    "' must be 1 (a worker thread), 0 (the caller's thread) or auto");
+  int local = std::max(1, envInt("LOCAL_WORLD_SIZE", envInt("OMPI_COMM_WORLD_LOCAL_SIZE", 1)));
+  cpu_set_t cpus;
+  int cores = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return cores >= 2 * local;
+}
+
 }  // namespace
 
 StrataBackend::StrataBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
@@ -47,7 +74,7 @@ StrataBackend::StrataBackend(const c10::intrusive_ptr<c10d::Store>& store, int r
     C10_THROW_ERROR(DistBackendError, std::string("strata: creating the communicator (rank ") +
                                           std::to_string(rank) + " of " + std::to_string(size) +
                                           ") failed: " + strataGetLastError(nullptr));
-  queue_ = std::make_unique<OpQueue>([this](Batch& b) { run(b); });
+  queue_ = std::make_unique<OpQueue>([this](Batch& b) { run(b); }, overlapOperations());
 }
 
 StrataBackend::~StrataBackend() { shutdown(); }
@@ -97,7 +124,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::endCoalescing() {
 }
 
 c10::intrusive_ptr<c10d::Work> StrataBackend::submit(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                                     std::vector<OpSteps> ops, int sourceRank) {
+                                                     std::vector<OpSteps> ops, bool waits, int sourceRank) {
   TORCH_CHECK(comm_, "strata: the process group was shut down or aborted");
   if (coalescing_) {
     for (OpSteps& op : ops) coalesced_.ops.push_back(std::move(op));
@@ -106,7 +133,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::submit(c10d::OpType type, std::vec
   }
   auto work = c10::make_intrusive<StrataWork>(rank_, type, sourceRank);
   work->addOutputs(outputs);
-  queue_->push(Batch{std::move(ops), work});
+  queue_->push(Batch{std::move(ops), work}, waits);
   return work;
 }
 

@@ -15,6 +15,18 @@
 
 namespace strata_torch {
 
+// Whether torch waits for the operation right after the call (async_op=False),
+// from the options' asyncOp where this torch has it (2.7 and later); older
+// ones count as asynchronous.
+template <class Opts>
+auto callerWaits(const Opts& o, int) -> decltype(o.asyncOp, bool()) {
+  return !o.asyncOp;
+}
+template <class Opts>
+bool callerWaits(const Opts&, long) {
+  return false;
+}
+
 class StrataBackend : public c10d::Backend {
  public:
   // Bootstraps through `store`: rank 0 makes the unique id and publishes it.
@@ -82,7 +94,7 @@ class StrataBackend : public c10d::Backend {
   // Queues one operation (or adds it to the open coalesced batch); `outputs`
   // complete the Work's future.
   c10::intrusive_ptr<c10d::Work> submit(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                        std::vector<OpSteps> ops, int sourceRank = -1);
+                                        std::vector<OpSteps> ops, bool waits, int sourceRank = -1);
   // Runs a batch on the worker thread.
   void run(Batch& batch);
   // Raises DistBackendError with strata's sentence unless rc is strataSuccess.

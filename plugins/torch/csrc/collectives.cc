@@ -49,7 +49,7 @@ c10::intrusive_ptr<Work> StrataBackend::broadcast(std::vector<at::Tensor>& tenso
                 {OpSteps{nullptr,
                          [=, this] { check(strataBroadcast(s.data(), s.data(), s.count(), dtype, root, comm_, nullptr),
                                      "strataBroadcast"); },
-                         [=, this] { s.writeBack(); }}});
+                         [=, this] { s.writeBack(); }}}, callerWaits(opts, 0));
 }
 
 c10::intrusive_ptr<Work> StrataBackend::allreduce(std::vector<at::Tensor>& tensors,
@@ -65,7 +65,7 @@ c10::intrusive_ptr<Work> StrataBackend::allreduce(std::vector<at::Tensor>& tenso
                          },
                          [=, this] { check(strataAllReduce(s.data(), s.data(), s.count(), dtype, r.op, comm_, nullptr),
                                      "strataAllReduce"); },
-                         [=, this] { s.writeBack(); }}});
+                         [=, this] { s.writeBack(); }}}, callerWaits(opts, 0));
 }
 
 c10::intrusive_ptr<Work> StrataBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
@@ -88,7 +88,7 @@ c10::intrusive_ptr<Work> StrataBackend::allreduce_coalesced(std::vector<at::Tens
                                                  r.op, comm_, nullptr),
                                  "strataAllReduce");
                          },
-                         [=, this] { unpack(*flat, parts); }}});
+                         [=, this] { unpack(*flat, parts); }}}, callerWaits(opts, 0));
 }
 
 c10::intrusive_ptr<Work> StrataBackend::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
@@ -110,7 +110,7 @@ c10::intrusive_ptr<Work> StrataBackend::reduce(std::vector<at::Tensor>& tensors,
                          },
                          [=, this] {
                            if (isRoot) s.writeBack();
-                         }}});
+                         }}}, callerWaits(opts, 0));
 }
 
 c10::intrusive_ptr<Work> StrataBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -130,7 +130,7 @@ c10::intrusive_ptr<Work> StrataBackend::allgather(std::vector<std::vector<at::Te
                            check(strataAllGather(s.data(), flat->data_ptr(), s.count(), dtype, comm_, nullptr),
                                  "strataAllGather");
                          },
-                         [=, this] { unpack(*flat, outs); }}});
+                         [=, this] { unpack(*flat, outs); }}}, callerWaits(opts, 0));
 }
 
 OpSteps StrataBackend::allGatherSteps(const at::Tensor& output, const at::Tensor& input) {
@@ -150,7 +150,7 @@ OpSteps StrataBackend::allGatherSteps(const at::Tensor& output, const at::Tensor
 
 c10::intrusive_ptr<Work> StrataBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                         const c10d::AllgatherOptions& opts) {
-  return submit(OpType::_ALLGATHER_BASE, {output}, {allGatherSteps(output, input)});
+  return submit(OpType::_ALLGATHER_BASE, {output}, {allGatherSteps(output, input)}, callerWaits(opts, 0));
 }
 
 c10::intrusive_ptr<Work> StrataBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
@@ -160,7 +160,7 @@ c10::intrusive_ptr<Work> StrataBackend::allgather_into_tensor_coalesced(std::vec
                     " outputs for ", inputs.size(), " inputs");
   std::vector<OpSteps> ops;
   for (size_t i = 0; i < inputs.size(); ++i) ops.push_back(allGatherSteps(outputs[i], inputs[i]));
-  return submit(OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs, std::move(ops));
+  return submit(OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs, std::move(ops), callerWaits(opts, 0));
 }
 
 c10::intrusive_ptr<Work> StrataBackend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
@@ -193,7 +193,7 @@ c10::intrusive_ptr<Work> StrataBackend::allgather_coalesced(std::vector<std::vec
                                                  nullptr),
                                  "strataAllGather");
                          },
-                         [=, this] { unpack(*recv, outs); }}});
+                         [=, this] { unpack(*recv, outs); }}}, callerWaits(opts, 0));
 }
 
 c10::intrusive_ptr<Work> StrataBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -231,7 +231,7 @@ c10::intrusive_ptr<Work> StrataBackend::gather(std::vector<std::vector<at::Tenso
                          },
                          [=, this] {
                            for (const Staged& o : staged) o.writeBack();
-                         }}});
+                         }}}, callerWaits(opts, 0));
 }
 
 c10::intrusive_ptr<Work> StrataBackend::scatter(std::vector<at::Tensor>& outputs,
@@ -268,7 +268,7 @@ c10::intrusive_ptr<Work> StrataBackend::scatter(std::vector<at::Tensor>& outputs
                            check(strataGroupEnd(), "scatter (strataGroupEnd)");
                            if (me == root) s.buffer.copy_(staged[size_t(root)].buffer.view(s.buffer.sizes()));
                          },
-                         [=, this] { s.writeBack(); }}});
+                         [=, this] { s.writeBack(); }}}, callerWaits(opts, 0));
 }
 
 c10::intrusive_ptr<Work> StrataBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
@@ -290,7 +290,7 @@ c10::intrusive_ptr<Work> StrataBackend::reduce_scatter(std::vector<at::Tensor>& 
                                                      nullptr),
                                  "strataReduceScatter");
                          },
-                         [=, this] { s.writeBack(); }}});
+                         [=, this] { s.writeBack(); }}}, callerWaits(opts, 0));
 }
 
 OpSteps StrataBackend::reduceScatterSteps(const at::Tensor& output, const at::Tensor& input, const Reduction& r) {
@@ -314,7 +314,7 @@ OpSteps StrataBackend::reduceScatterSteps(const at::Tensor& output, const at::Te
 c10::intrusive_ptr<Work> StrataBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                              const c10d::ReduceScatterOptions& opts) {
   Reduction r = reductionOf(opts.reduceOp, input.scalar_type(), "reduce_scatter_tensor");
-  return submit(OpType::_REDUCE_SCATTER_BASE, {output}, {reduceScatterSteps(output, input, r)});
+  return submit(OpType::_REDUCE_SCATTER_BASE, {output}, {reduceScatterSteps(output, input, r)}, callerWaits(opts, 0));
 }
 
 c10::intrusive_ptr<Work> StrataBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
@@ -326,7 +326,7 @@ c10::intrusive_ptr<Work> StrataBackend::reduce_scatter_tensor_coalesced(std::vec
   for (size_t i = 0; i < inputs.size(); ++i)
     ops.push_back(reduceScatterSteps(outputs[i], inputs[i],
                                      reductionOf(opts.reduceOp, inputs[i].scalar_type(), "reduce_scatter_tensor")));
-  return submit(OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, std::move(ops));
+  return submit(OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, std::move(ops), callerWaits(opts, 0));
 }
 
 c10::intrusive_ptr<Work> StrataBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -349,7 +349,7 @@ c10::intrusive_ptr<Work> StrataBackend::alltoall_base(at::Tensor& output, at::Te
                            [=, this] { check(strataAllToAll(in.data(), out.data(), in.count() / size_t(n), dtype, comm_,
                                                       nullptr),
                                        "strataAllToAll"); },
-                           [=, this] { out.writeBack(); }}});
+                           [=, this] { out.writeBack(); }}}, callerWaits(opts, 0));
   }
   // Uneven splits along dim 0: one send and one receive per peer, in one group.
   auto splitsOf = [&](const std::vector<int64_t>& given, const at::Tensor& t, const char* which) {
@@ -398,7 +398,7 @@ c10::intrusive_ptr<Work> StrataBackend::alltoall_base(at::Tensor& output, at::Te
                            }
                            check(strataGroupEnd(), "all_to_all_single (strataGroupEnd)");
                          },
-                         [=, this] { out.writeBack(); }}});
+                         [=, this] { out.writeBack(); }}}, callerWaits(opts, 0));
 }
 
 c10::intrusive_ptr<Work> StrataBackend::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
@@ -434,7 +434,7 @@ c10::intrusive_ptr<Work> StrataBackend::alltoall(std::vector<at::Tensor>& output
                          },
                          [=, this] {
                            for (const Staged& o : outs) o.writeBack();
-                         }}});
+                         }}}, callerWaits(opts, 0));
 }
 
 c10::intrusive_ptr<Work> StrataBackend::send(std::vector<at::Tensor>& tensors, int dstRank, int tag) {
@@ -446,7 +446,8 @@ c10::intrusive_ptr<Work> StrataBackend::send(std::vector<at::Tensor>& tensors, i
   return submit(OpType::SEND, {t},
                 {OpSteps{nullptr, [=, this] { check(strataSend(s.data(), s.count(), dtype, dstRank, comm_, nullptr),
                                               "strataSend"); },
-                         nullptr}});
+                         nullptr}},
+                false);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) {
@@ -459,7 +460,7 @@ c10::intrusive_ptr<Work> StrataBackend::recv(std::vector<at::Tensor>& tensors, i
                 {OpSteps{nullptr, [=, this] { check(strataRecv(s.data(), s.count(), dtype, srcRank, comm_, nullptr),
                                               "strataRecv"); },
                          [=, this] { s.writeBack(); }}},
-                srcRank);
+                false, srcRank);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
@@ -469,7 +470,8 @@ c10::intrusive_ptr<Work> StrataBackend::recvAnysource(std::vector<at::Tensor>& t
 
 c10::intrusive_ptr<Work> StrataBackend::barrier(const c10d::BarrierOptions& opts) {
   return submit(OpType::BARRIER, {},
-                {OpSteps{nullptr, [=, this] { check(strataBarrier(comm_, nullptr), "strataBarrier"); }, nullptr}});
+                {OpSteps{nullptr, [=, this] { check(strataBarrier(comm_, nullptr), "strataBarrier"); }, nullptr}},
+                callerWaits(opts, 0));
 }
 
 }  // namespace strata_torch

@@ -16,20 +16,31 @@ std::exception_ptr stoppedError(const std::string& why) {
 
 }  // namespace
 
-OpQueue::OpQueue(std::function<void(Batch&)> run) : run_(std::move(run)), thread_([this] { loop(); }) {}
+OpQueue::OpQueue(std::function<void(Batch&)> run, bool overlap) : run_(std::move(run)), overlap_(overlap) {
+  if (overlap_) thread_ = std::thread([this] { loop(); });
+}
 
 OpQueue::~OpQueue() { stop("strata: the process group was destroyed before this operation ran"); }
 
-void OpQueue::push(Batch batch) {
+void OpQueue::push(Batch batch, bool callerWaits) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!stopping_) {
+    if (stopping_) {
+      batch.work->complete(stoppedError(stopReason_));
+      return;
+    }
+    if (overlap_ && !(callerWaits && queue_.empty() && !busy_)) {
       queue_.push_back(std::move(batch));
       wake_.notify_one();
       return;
     }
+    busy_ = true;  // the worker leaves later batches until this one is done
   }
-  batch.work->complete(stoppedError(stopReason_));
+  execute(batch);
+  std::lock_guard<std::mutex> lock(mutex_);
+  busy_ = false;
+  wake_.notify_one();
+  if (queue_.empty()) idle_.notify_all();
 }
 
 void OpQueue::drain() {
@@ -51,12 +62,24 @@ void OpQueue::stop(const std::string& why) {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
+void OpQueue::execute(Batch& batch) {
+  std::exception_ptr error;
+  try {
+    run_(batch);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  auto work = batch.work;
+  batch.ops.clear();  // release the captured tensors before anyone sees completion
+  work->complete(error);
+}
+
 void OpQueue::loop() {
   for (;;) {
     Batch batch;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      wake_.wait(lock, [&] { return stopping_ || (!queue_.empty() && !busy_); });
       if (queue_.empty()) {
         idle_.notify_all();
         return;
@@ -65,15 +88,7 @@ void OpQueue::loop() {
       queue_.pop_front();
       busy_ = true;
     }
-    std::exception_ptr error;
-    try {
-      run_(batch);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    auto work = batch.work;
-    batch.ops.clear();  // release the captured tensors before anyone sees completion
-    work->complete(error);
+    execute(batch);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       busy_ = false;

@@ -1,7 +1,11 @@
-// Runs a backend's operations on one thread of its own, one batch at a time,
-// in the order they were submitted: every rank submits in program order, so
-// every rank issues the same collectives in the same order, while the caller
-// goes on computing (async_op=True, DDP's overlapping buckets).
+// Runs a backend's operations one batch at a time, in the order they were
+// submitted: every rank submits in program order, so every rank issues the
+// same collectives in the same order. With a worker thread (overlap), the
+// caller goes on computing meanwhile (async_op=True, DDP's overlapping
+// buckets). Without one (inline), push() runs the batch on the caller's
+// thread: on a host with no spare core per rank a worker could only take
+// cycles from the caller's compute, and needs its peers' workers scheduled at
+// the same moment to make progress.
 #pragma once
 
 #include <condition_variable>
@@ -24,10 +28,13 @@ struct Batch {
 
 class OpQueue {
  public:
-  explicit OpQueue(std::function<void(Batch&)> run);
+  OpQueue(std::function<void(Batch&)> run, bool overlap);
   ~OpQueue();
 
-  void push(Batch batch);
+  // Queues the batch; `callerWaits` (a synchronous call: the caller waits
+  // for it anyway) runs it on the caller's thread when nothing is queued or
+  // running, which saves the hand-off to the worker and back.
+  void push(Batch batch, bool callerWaits = false);
   // Waits for the batches already submitted to finish.
   void drain();
   // Ends the thread: the running batch finishes (strata's timeout bounds it);
@@ -36,6 +43,8 @@ class OpQueue {
 
  private:
   void loop();
+  // Runs one batch and completes its Work.
+  void execute(Batch& batch);
 
   std::function<void(Batch&)> run_;
   std::mutex mutex_;
@@ -44,6 +53,7 @@ class OpQueue {
   bool busy_ = false;
   bool stopping_ = false;
   std::string stopReason_;
+  const bool overlap_;
   std::thread thread_;
 };
 

@@ -34,7 +34,7 @@ def run(scenario, world, *args, timeout=600, env=None):
     procs = []
     start = time.time()
     for rank in range(world):
-        e = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
+        e = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), LOCAL_WORLD_SIZE=str(world),
                  MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
         e.update(env or {})
         procs.append(subprocess.Popen([sys.executable, os.path.join(HERE, "rank_main.py"), scenario, *map(str, args)],

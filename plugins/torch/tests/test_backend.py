@@ -10,14 +10,23 @@ from launch import run
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
+# STRATA_TORCH_OVERLAP: 1 runs operations on the backend's worker thread, 0 on the caller's.
+@pytest.mark.parametrize("overlap", ["1", "0"])
 @pytest.mark.parametrize("world", [2, 3])
-def test_collectives_match_gloo_and_reference(world):
-    run("collectives", world, timeout=900).check()
+def test_collectives_match_gloo_and_reference(world, overlap):
+    run("collectives", world, timeout=900, env={"STRATA_TORCH_OVERLAP": overlap}).check()
 
 
+@pytest.mark.parametrize("overlap", ["1", "0"])
 @pytest.mark.parametrize("world", [2, 3])
-def test_training_ddp_zero_fsdp2_match_gloo(world):
-    run("training", world, timeout=900).check()
+def test_training_ddp_zero_fsdp2_match_gloo(world, overlap):
+    run("training", world, timeout=900, env={"STRATA_TORCH_OVERLAP": overlap}).check()
+
+
+def test_overlap_setting_is_checked():
+    res = run("init_method", 2, "env", timeout=120, env={"STRATA_TORCH_OVERLAP": "sometimes"})
+    assert all(c != 0 for c in res.codes)
+    assert "STRATA_TORCH_OVERLAP='sometimes'" in res.outputs[0], res.outputs[0][-2000:]
 
 
 @pytest.mark.parametrize("method", ["env", "tcp", "file", "cpu_cuda"])
