@@ -5,9 +5,10 @@ model's validation against the measured netns run (docs/benchmarks/hier.json).
 Writes docs/scaling.md and docs/scaling-<collective>.png.
 
   .venv/bin/python bench/model/scaling.py [--nodes 8,64,512,4096] [--per-node 8]
-      [--intra 2,450] [--inter 15,50]
+      [--intra 2,450] [--inter 15,50] [--memory 2000]
 --intra / --inter: "alpha_us,GB/s" (defaults: NVLink-class 450 GB/s inside a
-node; 4 x 100 Gbit/s EFA rails = 50 GB/s per node with 15 us latency).
+node; 4 x 100 Gbit/s EFA rails = 50 GB/s per node with 15 us latency);
+--memory: GB/s of local memory traffic for reductions (HBM class).
 """
 import argparse
 import json
@@ -22,7 +23,7 @@ COLLS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast"]
 
 def predict(coll, args, extra=()):
     out = subprocess.run([MODEL, "--coll", coll, "--nodes", args.nodes, "--per-node", str(args.per_node),
-                          "--intra", args.intra, "--inter", args.inter, "-b", "64K", "-e", "4G", "-f", "4", "--json",
+                          "--intra", args.intra, "--inter", args.inter, "--memory", args.memory, "-b", "64K", "-e", "4G", "-f", "4", "--json",
                           *extra], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
@@ -73,16 +74,18 @@ def main():
     p.add_argument("--per-node", type=int, default=8)
     p.add_argument("--intra", default="2,450")
     p.add_argument("--inter", default="15,50")
+    p.add_argument("--memory", default="2000")
     args = p.parse_args()
     lines = ["# Predicted scaling", "",
              "What strata's cost model predicts for clusters larger than the machines it was measured on. "
              "`build/bench/strata-model` runs the library's own cost model and algorithm selector "
              "(src/algo/cost_model.cc), so each row is the algorithm strata would choose and the time it expects.",
              "", f"Command: `.venv/bin/python bench/model/scaling.py --nodes {args.nodes} --per-node {args.per_node} "
-             f"--intra {args.intra} --inter {args.inter}`", "",
+             f"--intra {args.intra} --inter {args.inter} --memory {args.memory}`", "",
              f"Link parameters: inside a node alpha {args.intra.split(',')[0]} µs, {args.intra.split(',')[1]} GB/s "
              f"(NVLink class); between nodes alpha {args.inter.split(',')[0]} µs, {args.inter.split(',')[1]} GB/s "
-             "per node (4 x 100 Gbit/s EFA rails). busbw as nccl-tests defines it.", ""]
+             "per node (4 x 100 Gbit/s EFA rails); reductions that are not pipelined read and write local memory "
+             f"at {args.memory} GB/s (HBM class). busbw as nccl-tests defines it.", ""]
     lines += ["## Validation against a measured run", ""] + validation()
     for coll in COLLS:
         rows = predict(coll, args)

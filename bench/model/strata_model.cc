@@ -7,10 +7,11 @@
 //
 //   strata-model [--coll all_reduce] [--nodes 8,64,512,4096] [--per-node 8]
 //                [--intra ALPHA_US,GBPS] [--inter ALPHA_US,GBPS] [-b MIN] [-e MAX]
-//                [-f FACTOR] [--chunk BYTES] [--topo FILE] [--json]
+//                [--memory GBPS] [-f FACTOR] [--chunk BYTES] [--topo FILE] [--json]
 // --topo takes placement and link parameters from a STRATA_TOPO_DUMP_FILE
 // (for validating the model against a measured run); --inter is the
-// bandwidth of one node's network (all rails together).
+// bandwidth of one node's network (all rails together); --memory the local
+// memory traffic that unpipelined reductions pay (HBM class on GPUs).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +34,7 @@ struct Options {
   int perNode = 8;
   LinkParams intra{2.0, 450.0, "configured"};  // NVLink-class
   LinkParams inter{15.0, 50.0, "configured"};  // 4 x 100 Gbit/s rails
+  double memoryGbps = 2000.0;                   // HBM-class
   size_t minBytes = 8, maxBytes = size_t(1) << 30, factor = 4, chunk = 524288;
   std::string topoFile;
   bool json = false;
@@ -80,6 +82,7 @@ Options parse(int argc, char** argv) {
     } else if (a == "--per-node") o.perNode = std::atoi(next());
     else if (a == "--intra") o.intra = parseLinkParams(next(), "--intra");
     else if (a == "--inter") o.inter = parseLinkParams(next(), "--inter");
+    else if (a == "--memory") o.memoryGbps = std::atof(next());
     else if (a == "-b") o.minBytes = parseSize(next());
     else if (a == "-e") o.maxBytes = parseSize(next());
     else if (a == "-f") o.factor = size_t(std::atoi(next()));
@@ -88,7 +91,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--json") o.json = true;
     else {
       std::fprintf(stderr, "usage: strata-model [--coll C] [--nodes N,N..] [--per-node L] [--intra A,G] "
-                           "[--inter A,G] [-b MIN] [-e MAX] [-f F] [--chunk B] [--topo FILE] [--json]\n");
+                           "[--inter A,G] [--memory G] [-b MIN] [-e MAX] [-f F] [--chunk B] [--topo FILE] [--json]\n");
       std::exit(2);
     }
   }
@@ -103,6 +106,7 @@ Topology makeCluster(int nodes, int perNode, const Options& o) {
   Topology t = Topology::fromNodeIds(ids);
   t.intra = o.intra;
   t.inter = o.inter;
+  t.memoryGbps = o.memoryGbps;
   return t;
 }
 
