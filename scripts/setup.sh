@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what strata needs on a Debian machine, idempotently: only missing
 # packages are installed, so a second run takes a second.
-# Usage: scripts/setup.sh [test|bench]   (bench adds Open MPI and iperf3)
+# Usage: scripts/setup.sh [test|bench]   (bench adds Open MPI's headers and iperf3)
 set -euo pipefail
-want=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev iproute2 libhwloc-dev nlohmann-json3-dev)
+# openmpi-bin: the PyTorch backend's tests launch ranks with mpirun too.
+want=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev iproute2 libhwloc-dev
+      nlohmann-json3-dev openmpi-bin)
 if [ "${1:-test}" = bench ]; then
-  want+=(libopenmpi-dev openmpi-bin iperf3)
+  want+=(libopenmpi-dev iperf3)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -158,7 +158,7 @@ LinkParams probeInterNodeLink(Comm& c) {
   const char* shapes[2] = {"recursive_doubling", "hier_leader"};
   std::vector<double> times[2];
   double in = 1, out = 0;
-  for (int i = 0; i < 30; ++i)
+  for (int i = 0; i < 65; ++i)
     for (int s = 0; s < 2; ++s) {
       double t0 = probeClockUs();
       allReduceWith(c, shapes[s], &in, &out, 1);

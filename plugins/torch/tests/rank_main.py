@@ -17,7 +17,9 @@ import strata_torch  # noqa: F401  (registers "strata")
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples"))
 
-RANK, WORLD = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+# torchrun-style variables, or Open MPI's under mpirun.
+RANK = int(os.environ.get("RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
+WORLD = int(os.environ.get("WORLD_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "1")))
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.uint8, torch.int32,
           torch.int64, torch.bool]
 OPS = ["SUM", "PRODUCT", "MIN", "MAX", "AVG"]
@@ -377,6 +379,8 @@ def scenario_init_method(method):
     elif method == "file":
         dist.init_process_group("strata", init_method=f"file://{os.environ['STRATA_TEST_FILE']}",
                                 rank=RANK, world_size=WORLD)
+    elif method == "mpi":  # mpirun: ranks from Open MPI, the store at MASTER_ADDR/PORT
+        dist.init_process_group("strata", init_method="env://", rank=RANK, world_size=WORLD)
     elif method == "cpu_cuda":
         dist.init_process_group("cpu:strata,cuda:strata")
     t = torch.full((5,), float(RANK + 1))

@@ -1,11 +1,12 @@
 """strata_torch against gloo and a float64 reference, on 2 and 3 local ranks."""
 import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
-from launch import run
+from launch import free_port, run
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
@@ -43,6 +44,17 @@ def test_dead_peer_raises_on_every_other_rank_within_timeout(world):
         assert res.codes[r] == 3, f"rank {r} (exit {res.codes[r]}):\n{res.outputs[r][-3000:]}"
         assert "RAISED DistBackendError" in res.outputs[r] and "strata" in res.outputs[r], res.outputs[r][-3000:]
     assert res.seconds < timeout_s + 30, f"took {res.seconds:.0f} s"
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs Open MPI's mpirun (scripts/setup.sh test installs it)")
+def test_mpirun_with_master_addr():
+    port = free_port()
+    out = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", "-x", "MASTER_ADDR=127.0.0.1",
+                          "-x", f"MASTER_PORT={port}", "-x", "OMP_NUM_THREADS=1", sys.executable,
+                          os.path.join(os.path.dirname(__file__), "rank_main.py"), "init_method", "mpi"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert out.stdout.count("OK") == 2, out.stdout[-3000:]
 
 
 def test_torchrun_example():
