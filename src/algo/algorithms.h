@@ -18,6 +18,7 @@ void buildPairwiseAllToAll(const CollArgs& a, Plan& plan);
 
 // Hierarchical (src/algo/hierarchical/): need CollArgs::topo.
 void buildHierRingAllReduce(const CollArgs& a, Plan& plan);
+void buildHierHalvingAllReduce(const CollArgs& a, Plan& plan);
 void buildHierLeaderAllReduce(const CollArgs& a, Plan& plan);
 void buildHierRingReduceScatter(const CollArgs& a, Plan& plan);
 void buildHierRingAllGather(const CollArgs& a, Plan& plan);

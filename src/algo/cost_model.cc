@@ -163,6 +163,24 @@ double hierRingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
   return slices * (2 * intraRingsUs(t, k, slicePart, chunk) + inter);
 }
 
+// Mirrors buildHierHalvingAllReduce: as the ring version, with each column's
+// all-reduce across nodes done by recursive halving / doubling (plus the two
+// whole-part steps of the fold when the node count is not a power of two).
+double hierHalvingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
+  const double k = t.maxLocal(), part = bytes / k;
+  const double slices = double(hierOuterSlices(t, size_t(part), chunk));
+  const double slicePart = part / slices;
+  int p = 1;
+  while (p * 2 <= t.nnodes()) p *= 2;
+  auto exchangeUs = [&](double b) {
+    const double q = double(sliceCount(size_t(b), chunk));
+    return interColumnsUs(t, b / q, q);
+  };
+  double inter = p < t.nnodes() ? 2 * exchangeUs(slicePart) : 0;
+  for (int half = 2; half <= p; half *= 2) inter += 2 * exchangeUs(slicePart / half);  // halving + doubling
+  return slices * (2 * intraRingsUs(t, k, slicePart, chunk) + inter);
+}
+
 // Mirrors buildHierRingReduceScatter / AllGather: per outer slice, the intra
 // ring over all n blocks, then each column's ring across nodes (one block per node).
 double hierRingScatterGatherUs(const Topology& t, double bytes, size_t chunk) {
@@ -211,6 +229,7 @@ double predictUs(const std::string& algo, Coll coll, size_t bytesIn, const Topol
       if (algo == "ring") return ringUs(t, identity(n), bytes / n / slices, 2.0 * (n - 1) * slices);
       if (algo == "recursive_doubling") return recursiveDoublingUs(t, identity(n), bytes);
       if (algo == "hier_ring") return hierRingAllReduceUs(t, bytes, chunk);
+      if (algo == "hier_halving") return hierHalvingAllReduceUs(t, bytes, chunk);
       if (algo == "hier_leader")  // reduce up each node's tree, leaders' recursive doubling, broadcast down
         return intraTreesUs(t, bytes, true) + recursiveDoublingUs(t, leaders(t, t.node(0)[0]), bytes) +
                intraTreesUs(t, bytes, false);

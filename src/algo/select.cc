@@ -28,6 +28,7 @@ const Algorithm kAlgorithms[] = {
     {Coll::kAllReduce, "ring", buildRingAllReduce, false},
     {Coll::kAllReduce, "hier_ring", buildHierRingAllReduce, true},
     {Coll::kAllReduce, "hier_leader", buildHierLeaderAllReduce, true},
+    {Coll::kAllReduce, "hier_halving", buildHierHalvingAllReduce, true},
     {Coll::kReduceScatter, "ring", buildRingReduceScatter, false},
     {Coll::kReduceScatter, "hier_ring", buildHierRingReduceScatter, true},
     {Coll::kAllGather, "ring", buildRingAllGather, false},

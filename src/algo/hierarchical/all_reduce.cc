@@ -5,10 +5,13 @@
 //    the same part on the other nodes, all columns at once, (3) a ring
 //    all-gather inside each node. A node's link carries 2(N-1)/N of the data,
 //    the minimum, split over as many streams as the node has ranks.
+//  - halving (bandwidth, many nodes): the same, with step (2) a recursive
+//    halving / doubling all-reduce: 2 log2(N) inter-node steps instead of 2(N-1).
 //  - leader (latency): a binomial-tree reduce to one leader per node,
 //    recursive doubling among the leaders, a binomial-tree broadcast back.
 #include "algo/algorithms.h"
 #include "algo/compose.h"
+#include "algo/halving_doubling.h"
 #include "algo/hierarchical/teams.h"
 
 namespace strata {
@@ -17,7 +20,12 @@ size_t hierOuterSlices(const Topology& t, size_t maxPartBytes, size_t chunkBytes
   return sliceCount(maxPartBytes * size_t(maxCarried(t)) / size_t(t.nnodes()), chunkBytes);
 }
 
-void buildHierRingAllReduce(const CollArgs& a, Plan& plan) {
+namespace {
+
+using ColumnAllReduce = void (*)(Plan&, const Team&, Ref, size_t, size_t, bool);
+
+// Intra-node reduce-scatter, `column` across nodes on each carried part, intra-node all-gather.
+void buildHierTwoLevelAllReduce(const CollArgs& a, Plan& plan, ColumnAllReduce column) {
   const Topology& t = *a.topo;
   const size_t e = plan.elemSize;
   const int k = t.maxLocal(), nodes = t.nnodes();
@@ -46,11 +54,20 @@ void buildHierRingAllReduce(const CollArgs& a, Plan& plan) {
     emitRingReduceScatter(plan, local, parts, a.chunkBytes, nodes == 1);
     if (nodes > 1)
       for (int j : mine)
-        emitRingAllReduceInPlace(plan, columnTeam(t, j, a.rank), parts[size_t(j)].dst, parts[size_t(j)].elems,
-                                 a.chunkBytes, true);
+        column(plan, columnTeam(t, j, a.rank), parts[size_t(j)].dst, parts[size_t(j)].elems, a.chunkBytes, true);
     for (RingBlock& b : parts) b.src = b.dst;
     emitRingAllGather(plan, local, parts, a.chunkBytes);
   }
+}
+
+}  // namespace
+
+void buildHierRingAllReduce(const CollArgs& a, Plan& plan) {
+  buildHierTwoLevelAllReduce(a, plan, emitRingAllReduceInPlace);
+}
+
+void buildHierHalvingAllReduce(const CollArgs& a, Plan& plan) {
+  buildHierTwoLevelAllReduce(a, plan, emitHalvingDoublingAllReduceInPlace);
 }
 
 void buildHierLeaderAllReduce(const CollArgs& a, Plan& plan) {
