@@ -40,12 +40,6 @@ void OpQueue::push(Batch batch, bool callerWaits) {
   std::lock_guard<std::mutex> lock(mutex_);
   busy_ = false;
   wake_.notify_one();
-  if (queue_.empty()) idle_.notify_all();
-}
-
-void OpQueue::drain() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  idle_.wait(lock, [&] { return queue_.empty() && !busy_; });
 }
 
 void OpQueue::stop(const std::string& why) {
@@ -80,10 +74,7 @@ void OpQueue::loop() {
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return stopping_ || (!queue_.empty() && !busy_); });
-      if (queue_.empty()) {
-        idle_.notify_all();
-        return;
-      }
+      if (queue_.empty()) return;
       batch = std::move(queue_.front());
       queue_.pop_front();
       busy_ = true;
@@ -92,7 +83,6 @@ void OpQueue::loop() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       busy_ = false;
-      if (queue_.empty()) idle_.notify_all();
     }
   }
 }

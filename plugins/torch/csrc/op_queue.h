@@ -35,8 +35,6 @@ class OpQueue {
   // for it anyway) runs it on the caller's thread when nothing is queued or
   // running, which saves the hand-off to the worker and back.
   void push(Batch batch, bool callerWaits = false);
-  // Waits for the batches already submitted to finish.
-  void drain();
   // Ends the thread: the running batch finishes (strata's timeout bounds it);
   // batches not started fail with `why`. Later pushes fail at once.
   void stop(const std::string& why);
@@ -48,7 +46,7 @@ class OpQueue {
 
   std::function<void(Batch&)> run_;
   std::mutex mutex_;
-  std::condition_variable wake_, idle_;
+  std::condition_variable wake_;
   std::deque<Batch> queue_;
   bool busy_ = false;
   bool stopping_ = false;
