@@ -40,6 +40,8 @@ inline size_t sliceCount(size_t bytes, size_t chunkBytes) {
 
 // Helpers for flow construction.
 inline Ref at(Buf b, size_t offset) { return Ref{b, offset}; }
+// `r` moved on by `bytes`.
+inline Ref plus(Ref r, size_t bytes) { return Ref{r.buf, r.offset + bytes}; }
 inline Flow sendFlow(int peer, Ref src, size_t bytes) {
   Flow f;
   f.kind = FlowKind::kSend;

@@ -9,8 +9,6 @@ namespace strata {
 
 namespace {
 
-Ref plus(Ref r, size_t bytes) { return Ref{r.buf, r.offset + bytes}; }
-
 // Elements [begin, end) of the team's buffer.
 struct Range {
   size_t begin = 0, end = 0;

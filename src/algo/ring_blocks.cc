@@ -9,8 +9,6 @@ namespace strata {
 
 namespace {
 
-Ref plus(Ref r, size_t bytes) { return Ref{r.buf, r.offset + bytes}; }
-
 // Blocks are handled in rounds: round q holds the q-th block of every owner,
 // so each step of a round moves at most one block per member and a phase
 // never sends more than one slice to a peer (a member with many blocks would

@@ -28,7 +28,7 @@ void buildHierRingReduceScatter(const CollArgs& a, Plan& plan) {
   for (size_t s = 0; s < slices; ++s) {
     const size_t begin = blockBegin(c, int(slices), int(s));
     const size_t len = blockBegin(c, int(slices), int(s) + 1) - begin;
-    auto shift = [&](Ref r) { return Ref{r.buf, r.offset + begin * e}; };
+    auto shift = [&](Ref r) { return plus(r, begin * e); };
     std::vector<RingBlock> blocks;
     for (size_t b = 0; b < n; ++b) {
       RingBlock rb;
