@@ -150,6 +150,52 @@ strataResult_t strataBarrier(strataComm_t comm, strataStream_t stream);
 strataResult_t strataGroupStart(void);
 strataResult_t strataGroupEnd(void);
 
+/// Fusion of grouped collectives: between strataGroupStart and strataGroupEnd,
+/// collectives with the same collective, datatype, op and root run as one
+/// collective over a fused buffer of up to STRATA_FUSION_THRESHOLD bytes (0
+/// turns this off). Fused operations run together, so their buffers must not
+/// overlap (strataInvalidArgument), and their order inside the group is not
+/// a promise. Every rank must issue the same list; a list that differs in
+/// sizes fails with strataMismatch.
+
+/// A fusion context (Horovod-style tensor fusion) for trainers that produce
+/// gradients one at a time: tensors added under a key are all-reduced by a
+/// background thread in fused buffers, flushed when the pending bytes reach
+/// STRATA_FUSION_THRESHOLD, when STRATA_FUSION_CYCLE_US passes, or on
+/// strataFusionFlush. Ranks may add tensors in different orders: tensors are
+/// matched by key; a key added with a different count, datatype or op on
+/// another rank completes with strataMismatch. While tensors are in flight
+/// the communicator belongs to the context (other calls on it return
+/// strataInvalidUsage).
+typedef struct strataFusion* strataFusion_t;
+/// Completion of one added tensor: strataFusionTest / strataFusionWait.
+typedef struct strataFusionRequest* strataFusionRequest_t;
+/// Called on the context's thread when a tensor's result is in recvbuff (or it
+/// failed). It may add tensors; it must not wait for requests.
+typedef void (*strataFusionCallback_t)(uint64_t key, strataResult_t result, void* userData);
+
+strataResult_t strataFusionCreate(strataFusion_t* fusion, strataComm_t comm);
+/// Adds an all-reduce of count elements under `key` (unique among the
+/// context's pending tensors). `callback` and `request` are both optional; a
+/// request must be released by strataFusionWait or a strataFusionTest that
+/// reports done. Buffers must stay valid until the tensor completes.
+strataResult_t strataFusionAllReduce(strataFusion_t fusion, uint64_t key, const void* sendbuff,
+                                     void* recvbuff, size_t count, strataDataType_t datatype,
+                                     strataRedOp_t op, strataFusionCallback_t callback,
+                                     void* userData, strataFusionRequest_t* request);
+/// Flushes every pending tensor now, without waiting.
+strataResult_t strataFusionFlush(strataFusion_t fusion);
+/// Sets *done; when done, returns the tensor's result, releases the request
+/// and sets *request to NULL.
+strataResult_t strataFusionTest(strataFusionRequest_t* request, int* done);
+/// Waits for the tensor; returns its result, releases the request, sets *request to NULL.
+strataResult_t strataFusionWait(strataFusionRequest_t* request);
+/// Flushes and waits until every added tensor completed; returns the first failure.
+strataResult_t strataFusionSynchronize(strataFusion_t fusion);
+/// Flushes, waits for pending tensors (they complete or fail within the
+/// communicator's timeout) and frees the context.
+strataResult_t strataFusionDestroy(strataFusion_t fusion);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -30,13 +30,15 @@ std::string OpDesc::describe() const {
   if (coll == Coll::kAllReduce || coll == Coll::kReduceScatter || coll == Coll::kReduce)
     s += format(", %s", redOpName(redop));
   if (coll == Coll::kBroadcast || coll == Coll::kReduce) s += format(", root=%d", root);
+  if (fusedTensors) s += format(", %u fused tensors, layout %08x", fusedTensors, layout);
   s += ")";
   if (coll != Coll::kSend && coll != Coll::kRecv)
     s += format(" as collective #%llu", (unsigned long long)seq);
   return s;
 }
 
-// Layout: magic(2) coll(1) dtype(1) redop(1) pad(3) root(4) pad(4) count(8) seq(8).
+// Layout: magic(2) coll(1) dtype(1) redop(1) pad(1) fusedTensors(2) root(4) layout(4)
+// count(8) seq(8).
 void encodeOpDesc(const OpDesc& d, uint8_t out[kOpDescBytes]) {
   std::memset(out, 0, kOpDescBytes);
   out[0] = 0x5d;
@@ -44,7 +46,9 @@ void encodeOpDesc(const OpDesc& d, uint8_t out[kOpDescBytes]) {
   out[2] = uint8_t(d.coll);
   out[3] = uint8_t(d.dtype);
   out[4] = uint8_t(d.redop);
+  std::memcpy(out + 6, &d.fusedTensors, 2);
   std::memcpy(out + 8, &d.root, 4);
+  std::memcpy(out + 12, &d.layout, 4);
   std::memcpy(out + 16, &d.count, 8);
   std::memcpy(out + 24, &d.seq, 8);
 }
@@ -56,7 +60,9 @@ bool decodeOpDesc(const uint8_t in[kOpDescBytes], OpDesc* out) {
   out->coll = Coll(in[2]);
   out->dtype = strataDataType_t(in[3]);
   out->redop = strataRedOp_t(in[4]);
+  std::memcpy(&out->fusedTensors, in + 6, 2);
   std::memcpy(&out->root, in + 8, 4);
+  std::memcpy(&out->layout, in + 12, 4);
   std::memcpy(&out->count, in + 16, 8);
   std::memcpy(&out->seq, in + 24, 8);
   return true;
@@ -66,7 +72,8 @@ bool descMatches(const OpDesc& mine, const OpDesc& theirs) {
   if (mine.coll == Coll::kRecv)
     return theirs.coll == Coll::kSend && theirs.count == mine.count && theirs.dtype == mine.dtype;
   if (mine.coll != theirs.coll || mine.count != theirs.count || mine.dtype != theirs.dtype ||
-      mine.seq != theirs.seq)
+      mine.seq != theirs.seq || mine.fusedTensors != theirs.fusedTensors ||
+      mine.layout != theirs.layout)
     return false;
   bool hasOp = mine.coll == Coll::kAllReduce || mine.coll == Coll::kReduceScatter ||
                mine.coll == Coll::kReduce;

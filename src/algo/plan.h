@@ -63,6 +63,11 @@ struct OpDesc {
   int32_t root = -1;  // root; for send/recv the peer
   uint64_t count = 0;
   uint64_t seq = 0;   // per-communicator collective sequence number (0 for send/recv)
+  // A fused operation (src/fusion): how many tensors (wrapping at 65536) and a
+  // hash of their sizes and keys, so that ranks which fused different lists
+  // to the same total fail with strataMismatch instead of mixing tensors up.
+  uint16_t fusedTensors = 0;
+  uint32_t layout = 0;
   std::string describe() const;
 };
 constexpr size_t kOpDescBytes = 32;

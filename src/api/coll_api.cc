@@ -11,6 +11,9 @@ strataResult_t submit(const char* fn, strataComm_t handle, Request r) {
   Comm* comm = nullptr;
   return guarded(fn, comm, [&] {
     comm = liveComm(handle, fn);
+    if (comm->fusionBusy)
+      fail(strataInvalidUsage, "%s: a fusion context on this communicator has tensors in flight; call "
+           "strataFusionSynchronize first (or use another communicator)", fn);
     r.comm = comm;
     validate(fn, r);
     if (inGroup()) {

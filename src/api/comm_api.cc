@@ -163,6 +163,9 @@ strataResult_t strataCommDestroy(strataComm_t comm) {
   Comm* c = nullptr;
   return guarded("strataCommDestroy", c, [&] {
     Comm* live = liveComm(comm, "strataCommDestroy");
+    if (live->fusionContexts > 0)
+      fail(strataInvalidUsage, "strataCommDestroy: destroy this communicator's fusion contexts first "
+           "(strataFusionDestroy)");
     unregisterComm(live);
     delete live;
   });

@@ -1,13 +1,15 @@
 // strataGroupStart/End: operations issued in between are queued per thread
 // and run at the outermost GroupEnd: per communicator, first all sends and
 // receives together as one phase (no order of them can deadlock), then the
-// collectives in the order they were called.
+// collectives, fused where they share collective, dtype, op and root
+// (src/fusion/group_fusion.h).
 #include <algorithm>
 #include <vector>
 
 #include "api/collectives.h"
 #include "api/entry.h"
 #include "core/error.h"
+#include "fusion/group_fusion.h"
 
 using namespace strata;
 
@@ -47,12 +49,14 @@ strataResult_t strataGroupEnd(void) {
       if (std::find(comms.begin(), comms.end(), r.comm) == comms.end()) comms.push_back(r.comm);
     for (Comm* c : comms) {
       current = liveComm(reinterpret_cast<strataComm_t>(c), "strataGroupEnd");
-      std::vector<Request> p2p;
-      for (const Request& r : ops)
-        if (r.comm == c && (r.coll == Coll::kSend || r.coll == Coll::kRecv)) p2p.push_back(r);
+      std::vector<Request> p2p, collectives;
+      for (const Request& r : ops) {
+        if (r.comm != c) continue;
+        bool isP2P = r.coll == Coll::kSend || r.coll == Coll::kRecv;
+        (isP2P ? p2p : collectives).push_back(r);
+      }
       runP2P(*c, p2p);
-      for (Request& r : ops)
-        if (r.comm == c && r.coll != Coll::kSend && r.coll != Coll::kRecv) runCollective(r);
+      runGroupCollectives(*c, collectives);
     }
   });
 }

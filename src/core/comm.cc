@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/link_probe.h"
+#include "fusion/staging_pool.h"
 #include "kernels/cpu/reduce.h"
 #include "topo/detect.h"
 #include "topo/topo_json.h"
@@ -31,7 +32,8 @@ uint64_t detectHostHash(const Config& cfg) {
 }  // namespace
 
 Comm::Comm(int nranks, int rank, const UniqueIdData& id, Config config)
-    : nranks_(nranks), rank_(rank), config_(std::move(config)), secret_(id.secret) {
+    : nranks_(nranks), rank_(rank), config_(std::move(config)), secret_(id.secret),
+      staging_(std::make_unique<StagingPool>()) {
   commTag_ = 0;
   for (uint8_t b : secret_) commTag_ = commTag_ * 131 + b;
   int64_t deadline = nowMs() + config_.timeoutMs;

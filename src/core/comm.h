@@ -5,6 +5,7 @@
 // refuses further operations until it is aborted or destroyed.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +20,8 @@
 #include "transports/transport.h"
 
 namespace strata {
+
+class StagingPool;
 
 class Comm : public LinkSet {
  public:
@@ -46,6 +49,14 @@ class Comm : public LinkSet {
 
   // Scratch memory for plans, reused across calls.
   uint8_t* scratch(size_t bytes) override;
+  // Staging buffers for fused operations (src/fusion), pooled.
+  StagingPool& stagingPool() { return *staging_; }
+  // Fusion contexts on this communicator (strataFusionCreate), and whether one
+  // has tensors in flight: its thread then owns the communicator, and other
+  // calls on it are refused rather than interleaved in a different order on
+  // different ranks.
+  std::atomic<int> fusionContexts{0};
+  std::atomic<bool> fusionBusy{false};
   size_t linkCapacity() const override;
 
   // Error state. markFailed() tells every connected peer (ABORT frames) once.
@@ -80,6 +91,7 @@ class Comm : public LinkSet {
   uint64_t collSeq_ = 0;
   PlanCache plans_;
   std::vector<uint8_t> scratch_;
+  std::unique_ptr<StagingPool> staging_;
   strataResult_t failCode_ = strataSuccess;
   std::string failMessage_;
   std::string lastError_;

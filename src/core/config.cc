@@ -1,5 +1,6 @@
 #include "core/config.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <strings.h>
 
@@ -60,15 +61,24 @@ void readLauncher(Config& c) {
 
 }  // namespace
 
-const GlobalConfig& globalConfig() {
-  static const GlobalConfig g = [] {
-    GlobalConfig c;
-    c.logLevel = parseLevel(env("STRATA_DEBUG"));
-    c.debugFile = envString("STRATA_DEBUG_FILE");
-    return c;
-  }();
+namespace {
+GlobalConfig readGlobal() {
+  GlobalConfig c;
+  c.logLevel = parseLevel(env("STRATA_DEBUG"));
+  c.debugFile = envString("STRATA_DEBUG_FILE");
+  return c;
+}
+GlobalConfig& global() {
+  static GlobalConfig g = readGlobal();
   return g;
 }
+}  // namespace
+
+const GlobalConfig& globalConfig() { return global(); }
+
+// A forked child is a new process: it reads the logging settings anew (its
+// environment may differ, and %p in the log file name is its own pid).
+void reloadGlobalConfig() { global() = readGlobal(); }
 
 Config readConfig() {
   Config c;
@@ -89,6 +99,9 @@ Config readConfig() {
   c.shmSlots = int(envInt("STRATA_SHM_SLOTS", c.shmSlots));
   c.tcpBufferBytes = size_t(envInt("STRATA_TCP_BUFFER_BYTES", (long long)c.tcpBufferBytes));
   c.tcpSockets = int(envInt("STRATA_TCP_SOCKETS", c.tcpSockets));
+  c.fusionThresholdBytes =
+      size_t(envInt("STRATA_FUSION_THRESHOLD", (long long)c.fusionThresholdBytes));
+  c.fusionCycleUs = int(std::min<long long>(envInt("STRATA_FUSION_CYCLE_US", c.fusionCycleUs), 60000000));
   if (c.tcpSockets < 1) c.tcpSockets = 1;
   if (c.tcpSockets > 16) c.tcpSockets = 16;
   if (c.chunkBytes < 4096) c.chunkBytes = 4096;
@@ -106,14 +119,15 @@ std::string Config::describe() const {
       "STRATA_TIMEOUT_MS=%d STRATA_ALGO=%s STRATA_TRANSPORT=%s STRATA_HOSTID=%s "
       "STRATA_SOCKET_IFNAME=%s STRATA_COMM_ID=%s STRATA_TOPO_FILE=%s STRATA_INTRA_LINK=%s "
       "STRATA_INTER_LINK=%s STRATA_LINK_PROBE=%d STRATA_CHUNK_BYTES=%zu "
-      "STRATA_SHM_SLOT_BYTES=%zu STRATA_SHM_SLOTS=%d STRATA_TCP_BUFFER_BYTES=%zu STRATA_TCP_SOCKETS=%d",
+      "STRATA_SHM_SLOT_BYTES=%zu STRATA_SHM_SLOTS=%d STRATA_TCP_BUFFER_BYTES=%zu STRATA_TCP_SOCKETS=%d "
+      "STRATA_FUSION_THRESHOLD=%zu STRATA_FUSION_CYCLE_US=%d",
       timeoutMs, algo.empty() ? "auto" : algo.c_str(),
       transport.empty() ? "auto" : transport.c_str(), hostId.empty() ? "(detected)" : hostId.c_str(),
       socketIfname.empty() ? "(any)" : socketIfname.c_str(),
       commId.empty() ? "(unset)" : commId.c_str(), topoFile.empty() ? "(detect)" : topoFile.c_str(),
       intraLink.empty() ? "(default)" : intraLink.c_str(), interLink.empty() ? "(probe)" : interLink.c_str(),
       int(linkProbe), chunkBytes, shmSlotBytes, shmSlots,
-      tcpBufferBytes, tcpSockets);
+      tcpBufferBytes, tcpSockets, fusionThresholdBytes, fusionCycleUs);
 }
 
 }  // namespace strata

@@ -15,6 +15,8 @@ struct GlobalConfig {
   std::string debugFile;                // STRATA_DEBUG_FILE (%h host, %p pid)
 };
 const GlobalConfig& globalConfig();
+// Reads STRATA_DEBUG / STRATA_DEBUG_FILE again (log.cc calls it in a forked child).
+void reloadGlobalConfig();
 
 // Settings read anew at each communicator init, so that a process (or a
 // forked test rank) can change them between communicators.
@@ -36,6 +38,9 @@ struct Config {
   int shmSlots = 8;                // STRATA_SHM_SLOTS
   size_t tcpBufferBytes = 4 << 20; // STRATA_TCP_BUFFER_BYTES: user-space staging per socket
   int tcpSockets = 2;              // STRATA_TCP_SOCKETS: connections per peer (1..16)
+  // STRATA_FUSION_THRESHOLD: largest fused buffer (0: no fusion of grouped collectives).
+  size_t fusionThresholdBytes = size_t(64) << 20;
+  int fusionCycleUs = 1000;        // STRATA_FUSION_CYCLE_US: fusion context flush period
 
   // Launcher variables (torchrun, Open MPI, Slurm) for strataCommInitFromEnv.
   int envRank = -1, envSize = -1, envLocalRank = -1;

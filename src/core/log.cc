@@ -1,5 +1,7 @@
 #include "core/log.h"
 
+#include <pthread.h>
+
 #include <unistd.h>
 
 #include <cstdarg>
@@ -47,14 +49,36 @@ struct Sink {
   }
 };
 
+Sink* openSink();
+
 Sink& sink() {
-  static Sink* s = new Sink();  // never destroyed: logging may run during exit
+  static Sink* s = openSink();  // never destroyed: logging may run during exit
   return *s;
+}
+
+// In a forked child, at its first log call: settings read anew (the child
+// may have changed its environment since) and the log file reopened (its
+// name may hold the pid). The parent's sink is left alone (its mutex may be held).
+Sink* childSink = nullptr;
+bool forkedChild = false;
+void afterFork() { forkedChild = true; }
+
+Sink* openSink() {
+  pthread_atfork(nullptr, nullptr, afterFork);
+  return new Sink();
 }
 
 }  // namespace
 
-LogLevel logLevel() { return globalConfig().logLevel; }
+LogLevel logLevel() {
+  sink();  // registers the fork handler before any fork that matters
+  if (forkedChild) {
+    forkedChild = false;
+    reloadGlobalConfig();
+    childSink = new Sink();
+  }
+  return globalConfig().logLevel;
+}
 
 void logMessage(LogLevel level, const char* fmt, ...) {
   static const char* tags[] = {"", "WARN", "INFO", "TRACE"};
@@ -65,7 +89,7 @@ void logMessage(LogLevel level, const char* fmt, ...) {
   va_start(args, fmt);
   std::vsnprintf(body, sizeof(body), fmt, args);
   va_end(args);
-  Sink& s = sink();
+  Sink& s = childSink ? *childSink : sink();
   std::lock_guard<std::mutex> lock(s.mu);
   std::fprintf(s.file, "%s:%d strata %s %s\n", host, int(getpid()), tags[int(level)], body);
   std::fflush(s.file);

@@ -15,11 +15,29 @@ namespace {
 
 constexpr size_t kMaxFragment = 256 * 1024;  // bytes handled per step of a flow
 
+constexpr size_t kUnbounded = ~size_t(0);
+
+// Where a flow's source or destination lies: one pointer, or an offset into a
+// buffer made of pieces (fusion), where a step must stop at a piece's end.
+struct Cursor {
+  uint8_t* base = nullptr;
+  const Segments* pieces = nullptr;
+  size_t offset = 0;
+  bool valid() const { return base || pieces; }
+  // Byte `done` of the flow, and how many bytes follow it contiguously.
+  uint8_t* at(size_t done, size_t* run) const {
+    if (!pieces) {
+      *run = kUnbounded;
+      return base ? base + done : nullptr;
+    }
+    return pieces->locate(offset + done, run);
+  }
+};
+
 struct FlowState {
   size_t done = 0;
   bool descSent = false, descChecked = false, finished = false;
-  const uint8_t* src = nullptr;
-  uint8_t* dst = nullptr;
+  Cursor src, dst;
 };
 
 class PlanRunner {
@@ -36,18 +54,30 @@ class PlanRunner {
   }
 
  private:
-  uint8_t* resolve(Ref r) const {
+  Cursor resolve(Ref r) const {
+    Cursor c;
+    if (!r.valid()) return c;
     if (bufs_.p2p) {
       const P2POp& op = (*bufs_.p2p)[r.offset];
-      if (r.buf == Buf::kSend) return static_cast<uint8_t*>(const_cast<void*>(op.sendbuff));
-      return static_cast<uint8_t*>(op.recvbuff);
+      c.base = r.buf == Buf::kSend ? static_cast<uint8_t*>(const_cast<void*>(op.sendbuff))
+                                   : static_cast<uint8_t*>(op.recvbuff);
+      return c;
+    }
+    const Segments* pieces = r.buf == Buf::kSend   ? bufs_.sendPieces
+                             : r.buf == Buf::kRecv ? bufs_.recvPieces
+                                                   : nullptr;
+    if (pieces) {
+      c.pieces = pieces;
+      c.offset = r.offset;
+      return c;
     }
     switch (r.buf) {
-      case Buf::kSend: return static_cast<uint8_t*>(const_cast<void*>(bufs_.send)) + r.offset;
-      case Buf::kRecv: return static_cast<uint8_t*>(bufs_.recv) + r.offset;
-      case Buf::kScratch: return scratch_ + r.offset;
-      default: return nullptr;
+      case Buf::kSend: c.base = static_cast<uint8_t*>(const_cast<void*>(bufs_.send)) + r.offset; break;
+      case Buf::kRecv: c.base = static_cast<uint8_t*>(bufs_.recv) + r.offset; break;
+      case Buf::kScratch: c.base = scratch_ + r.offset; break;
+      default: break;
     }
+    return c;
   }
 
   void runPhase(const Phase& ph) {
@@ -60,8 +90,8 @@ class PlanRunner {
     for (uint32_t i = 0; i < ph.count; ++i) states_[i] = FlowState{};
     for (uint32_t i = 0; i < ph.count; ++i) {
       const Flow& f = plan_.flows[ph.first + i];
-      states_[i].src = f.src.valid() ? resolve(f.src) : nullptr;
-      states_[i].dst = f.dst.valid() ? resolve(f.dst) : nullptr;
+      states_[i].src = resolve(f.src);
+      states_[i].dst = resolve(f.dst);
     }
     try {
       progressPhase(ph);
@@ -135,6 +165,32 @@ class PlanRunner {
     return true;
   }
 
+  // Copies n bytes of a cursor from byte `done` on into `out`, piece by piece.
+  static void gather(const Cursor& c, size_t done, uint8_t* out, size_t n) {
+    for (size_t off = 0; off < n;) {
+      size_t run;
+      const uint8_t* p = c.at(done + off, &run);
+      size_t k = std::min(run, n - off);
+      if (p != out + off) std::memcpy(out + off, p, k);
+      off += k;
+    }
+  }
+  // Copies n bytes from `in` into a cursor from byte `done` on.
+  static void scatter(const Cursor& c, size_t done, const uint8_t* in, size_t n) {
+    for (size_t off = 0; off < n;) {
+      size_t run;
+      uint8_t* p = c.at(done + off, &run);
+      size_t k = std::min(run, n - off);
+      if (p != in + off) std::memcpy(p, in + off, k);
+      off += k;
+    }
+  }
+  // Bytes from `done` up to the last element boundary of the flow within n.
+  size_t wholeElements(size_t done, size_t n) const {
+    size_t end = (done + n) / plan_.elemSize * plan_.elemSize;
+    return end > done ? end - done : 0;
+  }
+
   // Sends the descriptor together with the first fragment, in one packet.
   bool sendDescAndFirst(Channel& ch, const Flow& f, FlowState& st) {
     if (f.bytes == 0) return pushDesc(ch, f, st);
@@ -144,7 +200,7 @@ class PlanRunner {
     size_t n = std::min(first, s.size - kOpDescBytes);
     n -= n % plan_.elemSize;
     encodeOpDesc(plan_.ops[f.op], s.data);
-    std::memcpy(s.data + kOpDescBytes, st.src, n);
+    gather(st.src, 0, s.data + kOpDescBytes, n);
     ch.commitSend(kOpDescBytes + n);
     st.done = n;
     st.descSent = true;
@@ -160,7 +216,21 @@ class PlanRunner {
     }
     while (st.done < f.bytes) {
       size_t want = std::min(f.bytes - st.done, kMaxFragment);
-      size_t n = ch.trySend(st.src + st.done, want);
+      size_t n;
+      if (!st.src.pieces) {
+        n = ch.trySend(st.src.base + st.done, want);
+      } else {
+        // The source is in pieces: gather them into one packet, so a fused
+        // buffer of small pieces does not use up a link's packet slots
+        // (trySend streams one packet over several calls, and a packet must
+        // not change paths halfway).
+        Span s = ch.acquireSend(want);
+        n = wholeElements(st.done, std::min(want, s.size));
+        if (n) {
+          gather(st.src, st.done, s.data, n);
+          ch.commitSend(n);
+        }
+      }
       if (n == 0) break;
       st.done += n;
       moved = true;
@@ -202,23 +272,31 @@ class PlanRunner {
       }
       n -= n % elem;
       if (n == 0) break;
-      if (!st.dst && !out) {  // nothing to write: an in-place copy onto itself
+      if (!st.dst.valid() && !out) {  // nothing to write: an in-place copy onto itself
         st.done = f.bytes;
         return true;
       }
       uint8_t* fwd = out ? space.data + prefix : nullptr;
-      uint8_t* target = st.dst ? st.dst + st.done : fwd;
-      const uint8_t* local = st.src ? st.src + st.done : nullptr;
-      if (in && f.reduce) {
-        kernels::reduce(target, local, incoming, n / elem, plan_.dtype, plan_.redop);
-      } else {
-        const uint8_t* from = in ? incoming : local;
-        if (target != from) std::memcpy(target, from, n);
+      // One fragment; local and dst may be in pieces (fusion), so it is
+      // processed run by run while incoming and fwd stay one packet each.
+      for (size_t off = 0; off < n;) {
+        size_t srcRun = kUnbounded, dstRun = kUnbounded;
+        const uint8_t* local = st.src.valid() ? st.src.at(st.done + off, &srcRun) : nullptr;
+        uint8_t* dst = st.dst.valid() ? st.dst.at(st.done + off, &dstRun) : nullptr;
+        size_t k = std::min({n - off, srcRun, dstRun});
+        uint8_t* target = dst ? dst : fwd + off;
+        if (in && f.reduce) {
+          kernels::reduce(target, local, incoming + off, k / elem, plan_.dtype, plan_.redop);
+        } else {
+          const uint8_t* from = in ? incoming + off : local;
+          if (target != from) std::memcpy(target, from, k);
+        }
+        if (f.finalize && plan_.redop == strataAvg)
+          kernels::divide(target, target, k / elem, plan_.dtype, uint64_t(plan_.nranks));
+        if (out && target != fwd + off) std::memcpy(fwd + off, target, k);
+        off += k;
       }
-      if (f.finalize && plan_.redop == strataAvg)
-        kernels::divide(target, target, n / elem, plan_.dtype, uint64_t(plan_.nranks));
       if (out) {
-        if (target != fwd) std::memcpy(fwd, target, n);
         if (prefix) encodeOpDesc(plan_.ops[f.op], space.data);
         out->commitSend(prefix + n);
         st.descSent = true;
@@ -238,22 +316,41 @@ class PlanRunner {
     bool moved = false;
     while (st.done < f.bytes) {
       size_t n = std::min(f.bytes - st.done, kMaxFragment);
-      const uint8_t* from = st.src ? st.src + st.done : nullptr;
+      const uint8_t* from = nullptr;
       if (in) {
         ConstSpan s = in->peekRecv();
         n = std::min(n, s.size);
         from = s.data;
+      } else if (st.src.base) {
+        from = st.src.base + st.done;
       }
       // Packets are whole elements (a reducing receiver never consumes a
       // partial one): end this piece on an element boundary of the flow.
       // A frame the link took only in part is then still completed, since
       // the boundary lies past its end.
-      size_t end = (st.done + n) / plan_.elemSize * plan_.elemSize;
-      if (end <= st.done) break;
-      n = end - st.done;
-      if (st.dst) {
-        if (st.dst + st.done != from) std::memcpy(st.dst + st.done, from, n);
-        from = st.dst + st.done;
+      n = wholeElements(st.done, n);
+      if (n == 0) break;
+      if (!in && st.src.pieces) {
+        // A local source in pieces (fusion): gather them into one packet.
+        Span sp = out.acquireSend(n);
+        n = wholeElements(st.done, std::min(n, sp.size));
+        if (n == 0) break;
+        gather(st.src, st.done, sp.data, n);
+        if (st.dst.valid()) scatter(st.dst, st.done, sp.data, n);
+        out.commitSend(n);
+        st.done += n;
+        moved = true;
+        continue;
+      }
+      if (st.dst.valid()) {
+        size_t dstRun;
+        uint8_t* dst = st.dst.at(st.done, &dstRun);
+        if (dstRun >= n) {
+          if (dst != from) std::memcpy(dst, from, n);
+          from = dst;
+        } else {
+          scatter(st.dst, st.done, from, n);
+        }
       }
       size_t sent = out.trySend(from, n);
       if (sent == 0) break;
@@ -284,9 +381,10 @@ class PlanRunner {
     for (uint32_t i = 0; i < ph.count; ++i) {
       if (states_[i].finished) continue;
       const Flow& f = plan_.flows[ph.first + i];
-      if (f.kind == FlowKind::kRecv) s += format(" data from rank %d;", f.peer);
-      if (f.kind == FlowKind::kSend) s += format(" rank %d to take data;", f.peer);
-      if (f.forwardPeer >= 0) s += format(" rank %d to take data;", f.forwardPeer);
+      std::string progress = format(" (%zu of %zu bytes done)", states_[i].done, f.bytes);
+      if (f.kind == FlowKind::kRecv) s += format(" data from rank %d%s;", f.peer, progress.c_str());
+      if (f.kind == FlowKind::kSend) s += format(" rank %d to take data%s;", f.peer, progress.c_str());
+      if (f.forwardPeer >= 0) s += format(" rank %d to take data%s;", f.forwardPeer, progress.c_str());
     }
     return s + " (that rank never called it, or is stuck)";
   }

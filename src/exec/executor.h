@@ -9,6 +9,7 @@
 
 #include "algo/plan.h"
 #include "algo/select.h"
+#include "exec/segments.h"
 
 namespace strata {
 
@@ -19,6 +20,9 @@ struct Buffers {
   const void* send = nullptr;
   void* recv = nullptr;
   const std::vector<P2POp>* p2p = nullptr;  // for p2p plans: per-op buffers
+  // Fused operations: send / recv made of pieces (replace send / recv when set).
+  const Segments* sendPieces = nullptr;
+  const Segments* recvPieces = nullptr;
 };
 
 void executePlan(LinkSet& comm, const Plan& plan, const Buffers& buffers);

@@ -17,8 +17,11 @@ namespace {
 
 class MemChannel : public Channel {
  public:
-  MemChannel(MemFabric::Queue& out, MemFabric::Queue& in, size_t slotBytes)
-      : out_(out), in_(in), staging_(slotBytes) {}
+  // A packet written through acquireSend may be as large as the whole link
+  // (as trySend's streamed packets may): the ring's deadlock-freedom rests
+  // on slices fitting the link's bytes, and packets count against its slots.
+  MemChannel(MemFabric::Queue& out, MemFabric::Queue& in, size_t linkBytes)
+      : out_(out), in_(in), staging_(linkBytes) {}
   const char* transportName() const override { return "mem"; }
 
   Span acquireSend(size_t maxBytes) override {
@@ -101,7 +104,7 @@ void MemLinkSet::connect(const std::vector<int>& peers) {
     if (size_t(p) >= channels_.size()) channels_.resize(size_t(p) + 1);
     if (channels_[size_t(p)]) continue;
     channels_[size_t(p)] = std::make_unique<MemChannel>(fabric_.queue(rank_, p), fabric_.queue(p, rank_),
-                                                        fabric_.slotBytes());
+                                                        fabric_.capacity());
     links_.push_back(channels_[size_t(p)].get());
   }
 }

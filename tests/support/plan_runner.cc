@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 #include <thread>
 
 #include "algo/select.h"
@@ -14,9 +15,41 @@
 
 namespace strata::test {
 
+namespace {
+
+// A copy of a buffer scattered over separate allocations, and the pieces
+// that address a range of it.
+struct Scattered {
+  std::vector<std::vector<uint8_t>> parts;
+  std::vector<size_t> starts;
+
+  Scattered(const uint8_t* data, size_t bytes, size_t elem, size_t pieceElems, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    for (size_t at = 0; at < bytes;) {
+      size_t len = std::min(bytes - at, (1 + rng() % (2 * pieceElems)) * elem);
+      starts.push_back(at);
+      parts.emplace_back(data + at, data + at + len);
+      at += len;
+    }
+  }
+  Segments range(size_t begin, size_t bytes) {
+    Segments s;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      size_t b = std::max(begin, starts[i]), e = std::min(begin + bytes, starts[i] + parts[i].size());
+      if (b < e) s.append(parts[i].data() + (b - starts[i]), e - b);
+    }
+    return s;
+  }
+  void gather(uint8_t* out) const {
+    for (size_t i = 0; i < parts.size(); ++i) std::memcpy(out + starts[i], parts[i].data(), parts[i].size());
+  }
+};
+
+}  // namespace
+
 // Runs one collective on n threads; returns "" or the first problem found.
 std::string runPlanCase(Coll coll, const char* algo, bool inPlace, int n, size_t count, strataDataType_t dtype,
-                        strataRedOp_t op, int root, const Topology* topo) {
+                        strataRedOp_t op, int root, const Topology* topo, size_t pieceElems) {
   const size_t e = elemSize(dtype);
   const size_t sendElems = sendsBlocks(coll) ? count * size_t(n) : count;
   const size_t recvElems = recvsBlocks(coll) ? count * size_t(n) : count;
@@ -72,7 +105,25 @@ std::string runPlanCase(Coll coll, const char* algo, bool inPlace, int n, size_t
           }
         }
         Plan plan = buildCollectivePlan(a, d, cfg);
-        executePlan(links, plan, Buffers{send, recv, nullptr});
+        if (pieceElems == 0) {
+          executePlan(links, plan, Buffers{send, recv, nullptr});
+        } else {
+          // Scatter the larger side (in place: the one buffer both sides live in).
+          uint8_t* whole = out[size_t(r)].data();
+          size_t wholeBytes = std::max(sendElems, recvElems) * e;
+          if (!inPlace) std::memcpy(whole, send, sendElems * e);
+          Scattered sc(whole, wholeBytes, e, pieceElems, uint64_t(r) + 7);
+          Scattered recvSc(whole, inPlace ? 0 : recvElems * e, e, pieceElems, uint64_t(r) + 99);
+          auto offsetIn = [&](const void* p) { return size_t(static_cast<const uint8_t*>(p) - whole); };
+          Segments sp = sc.range(inPlace ? offsetIn(send) : 0, sendElems * e);
+          Segments rp = inPlace ? sc.range(offsetIn(recv), recvElems * e) : recvSc.range(0, recvElems * e);
+          executePlan(links, plan, Buffers{nullptr, nullptr, nullptr, &sp, &rp});
+          if (inPlace) {
+            sc.gather(whole);
+          } else {
+            recvSc.gather(whole);
+          }
+        }
         if (inPlace && coll == Coll::kReduceScatter)  // result sits in block r
           std::memmove(out[size_t(r)].data(), recv, count * e);
       } catch (const std::exception& ex) {

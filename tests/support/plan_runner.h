@@ -13,8 +13,11 @@ namespace strata::test {
 
 // `algo`: forced STRATA_ALGO value ("" = the cost model's choice). `topo`:
 // the placement hierarchical algorithms see (nullptr: none). Returns "" or
-// the first problem found.
+// the first problem found. `pieceElems` > 0: the send and receive buffers are
+// scattered over separate allocations of about that many elements each (as
+// fusion lays tensors out), seen by the plan as one buffer made of pieces.
 std::string runPlanCase(Coll coll, const char* algo, bool inPlace, int n, size_t count, strataDataType_t dtype,
-                        strataRedOp_t op, int root, const Topology* topo = nullptr);
+                        strataRedOp_t op, int root, const Topology* topo = nullptr,
+                        size_t pieceElems = 0);
 
 }  // namespace strata::test

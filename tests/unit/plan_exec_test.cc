@@ -60,6 +60,21 @@ TEST_P(PlanExec, OtherTypesAndOpsOnOddWorlds) {
     }
 }
 
+// Fusion runs plans over buffers made of pieces (src/exec/segments.h): every
+// step must stop at a piece's end, on the send, receive, reduce and forward paths.
+TEST_P(PlanExec, BuffersScatteredOverPieces) {
+  const PlanCase pc = GetParam();
+  struct TO { strataDataType_t t; strataRedOp_t op; };
+  for (TO to : {TO{strataFloat32, strataSum}, TO{strataInt32, strataMax}, TO{strataFloat16, strataAvg}})
+    for (int n : {2, 3, 5})
+      for (size_t pieceElems : {size_t(1), size_t(13), size_t(700)}) {
+        std::string err = test::runPlanCase(pc.coll, pc.algo, pc.inPlace, n, 1031, to.t, to.op, n - 1,
+                                            nullptr, pieceElems);
+        ASSERT_EQ(err, "") << caseName(pc) << " n=" << n << " " << dtypeName(to.t) << " pieces of ~"
+                           << pieceElems;
+      }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Algorithms, PlanExec,
     ::testing::Values(PlanCase{Coll::kAllReduce, "ring", false}, PlanCase{Coll::kAllReduce, "ring", true},

@@ -1,4 +1,4 @@
-#include "api/collectives.h"
+#include "exec/request.h"
 
 #include <cstdint>
 
@@ -89,7 +89,7 @@ void validate(const char* fn, Request& r) {
          fn);
 }
 
-void runCollective(Request& r) {
+void runCollective(Request& r, const FusedBuffers* fused) {
   Comm& c = *r.comm;
   if (c.failed()) c.throwFailed();
   if (r.count == 0 && r.coll != Coll::kBarrier) return;
@@ -101,6 +101,10 @@ void runCollective(Request& r) {
   d.root = r.root;
   d.count = r.count;
   d.seq = c.nextSeq();
+  if (fused) {
+    d.fusedTensors = fused->tensors;
+    d.layout = fused->layout;
+  }
   CollArgs a;
   a.coll = r.coll;
   a.rank = c.rank();
@@ -113,6 +117,7 @@ void runCollective(Request& r) {
   a.chunkBytes = pipelineSliceBytes(c.config().chunkBytes, c.linkCapacity());
   a.topo = &c.topology();
   Buffers bufs{r.send, r.recv, nullptr};
+  if (fused) bufs = Buffers{nullptr, nullptr, nullptr, fused->send, fused->recv};
   if (r.coll == Coll::kBarrier) {  // an all-reduce of one byte
     a.count = d.count = 1;
     a.dtype = d.dtype = strataUint8;
@@ -123,6 +128,8 @@ void runCollective(Request& r) {
   Plan* plan = c.plans().find(key);
   if (!plan) plan = c.plans().insert(key, buildCollectivePlan(a, d, c.config()));
   plan->ops[0].seq = d.seq;
+  plan->ops[0].fusedTensors = d.fusedTensors;
+  plan->ops[0].layout = d.layout;
   executePlan(c, *plan, bufs);
 }
 

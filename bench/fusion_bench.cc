@@ -1,0 +1,245 @@
+// strata-fusion-bench: what fusion buys, measured side by side in one run.
+//   small: 1000 all-reduces of 4 KiB: one strataAllReduce each, vs one group
+//          (fused), vs the fusion context (strataFusionAllReduce + synchronize)
+//   mixed: 200 tensors of log-uniform sizes totalling 100 MiB, the same three
+//          ways, vs ONE all-reduce of 100 MiB (the bound fusion aims for)
+// Each repetition runs every variant once (in rotating order), each timed from
+// a barrier to the slowest rank's finish; the table shows medians.
+//   strata-fusion-bench -np 2 [-reps 15] [-J results.json]
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "strata/strata.h"
+
+namespace {
+
+#define CHECK_OK(call)                                                                   \
+  do {                                                                                   \
+    strataResult_t rc_ = (call);                                                         \
+    if (rc_ != strataSuccess) {                                                          \
+      std::fprintf(stderr, "%s failed: %s\n", #call, strataGetLastError(nullptr));       \
+      std::_Exit(3);                                                                     \
+    }                                                                                    \
+  } while (0)
+
+struct Options {
+  int nprocs = 2;
+  int reps = 15;
+  std::string json;
+};
+
+struct Tensors {
+  std::vector<std::vector<float>> data;
+  size_t totalBytes() const {
+    size_t b = 0;
+    for (auto& d : data) b += d.size() * sizeof(float);
+    return b;
+  }
+};
+
+Tensors smallTensors() {
+  Tensors t;
+  std::mt19937 rng(1);
+  for (int i = 0; i < 1000; ++i) {
+    t.data.emplace_back(1024);
+    for (float& x : t.data.back()) x = float(rng() % 1000) / 1000.0f;
+  }
+  return t;
+}
+
+// 200 sizes, log-uniform between 1 KiB and 4 MiB, scaled to total 100 MiB.
+Tensors mixedTensors() {
+  std::mt19937_64 rng(2);
+  std::vector<double> w;
+  double sum = 0;
+  for (int i = 0; i < 200; ++i) {
+    w.push_back(std::exp(std::uniform_real_distribution<double>(std::log(1024.0), std::log(4194304.0))(rng)));
+    sum += w.back();
+  }
+  const size_t total = size_t(100) << 20;
+  Tensors t;
+  size_t used = 0;
+  for (int i = 0; i < 200; ++i) {
+    size_t elems = i == 199 ? (total - used) / 4 : std::max<size_t>(1, size_t(w[size_t(i)] / sum * double(total)) / 4);
+    used += elems * 4;
+    t.data.emplace_back(elems, 0.5f);
+  }
+  return t;
+}
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// Seconds from a barrier to the slowest rank's end of `body`.
+template <class F>
+double timed(strataComm_t comm, F&& body) {
+  CHECK_OK(strataBarrier(comm, nullptr));
+  double t0 = now();
+  body();
+  double dt = now() - t0;
+  double worst = 0;
+  CHECK_OK(strataAllReduce(&dt, &worst, 1, strataFloat64, strataMax, comm, nullptr));
+  return worst;
+}
+
+void unfused(Tensors& t, strataComm_t comm) {
+  for (auto& d : t.data) CHECK_OK(strataAllReduce(d.data(), d.data(), d.size(), strataFloat32, strataSum, comm, nullptr));
+}
+void grouped(Tensors& t, strataComm_t comm) {
+  CHECK_OK(strataGroupStart());
+  for (auto& d : t.data) CHECK_OK(strataAllReduce(d.data(), d.data(), d.size(), strataFloat32, strataSum, comm, nullptr));
+  CHECK_OK(strataGroupEnd());
+}
+void context(Tensors& t, strataFusion_t f) {
+  uint64_t key = 0;
+  for (auto& d : t.data)
+    CHECK_OK(strataFusionAllReduce(f, key++, d.data(), d.data(), d.size(), strataFloat32, strataSum, nullptr, nullptr, nullptr));
+  CHECK_OK(strataFusionSynchronize(f));
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+struct Variant {
+  const char* scenario;
+  const char* name;
+  std::vector<double> seconds;
+};
+
+int runRank(const Options& o, int rank, strataComm_t comm) {
+  Tensors small = smallTensors(), mixed = mixedTensors();
+  std::vector<float> one(size_t(100) << 18, 0.5f);  // 100 MiB
+  strataFusion_t fusion;
+  std::vector<Variant> v = {{"small", "one strataAllReduce per tensor", {}}, {"small", "group (fused)", {}},
+                            {"small", "fusion context", {}},                {"mixed", "one strataAllReduce per tensor", {}},
+                            {"mixed", "group (fused)", {}},                 {"mixed", "fusion context", {}},
+                            {"mixed", "one 100 MiB all-reduce", {}}};
+  auto run = [&](size_t i) {
+    switch (i) {
+      case 0: return timed(comm, [&] { unfused(small, comm); });
+      case 1: return timed(comm, [&] { grouped(small, comm); });
+      case 2: {
+        CHECK_OK(strataFusionCreate(&fusion, comm));
+        double s = timed(comm, [&] { context(small, fusion); });
+        CHECK_OK(strataFusionDestroy(fusion));
+        return s;
+      }
+      case 3: return timed(comm, [&] { unfused(mixed, comm); });
+      case 4: return timed(comm, [&] { grouped(mixed, comm); });
+      case 5: {
+        CHECK_OK(strataFusionCreate(&fusion, comm));
+        double s = timed(comm, [&] { context(mixed, fusion); });
+        CHECK_OK(strataFusionDestroy(fusion));
+        return s;
+      }
+      default:
+        return timed(comm, [&] {
+          CHECK_OK(strataAllReduce(one.data(), one.data(), one.size(), strataFloat32, strataSum, comm, nullptr));
+        });
+    }
+  };
+  for (size_t i = 0; i < v.size(); ++i) run(i);  // warm-up: links, plans, pools
+  for (int r = 0; r < o.reps; ++r)
+    for (size_t k = 0; k < v.size(); ++k) {
+      size_t i = (k + size_t(r)) % v.size();
+      v[i].seconds.push_back(run(i));
+    }
+  if (rank == 0) {
+    const char* threshold = std::getenv("STRATA_FUSION_THRESHOLD");
+    std::printf("# strata-fusion-bench: %d ranks, %d repetitions, STRATA_FUSION_THRESHOLD=%s\n", o.nprocs, o.reps,
+                threshold ? threshold : "(default)");
+    std::printf("| scenario | variant | median ms | vs unfused | vs one 100 MiB all-reduce |\n|---|---|---|---|---|\n");
+    for (size_t i = 0; i < v.size(); ++i) {
+      double ms = median(v[i].seconds) * 1e3;
+      double unf = median(v[std::string(v[i].scenario) == "small" ? 0 : 3].seconds) * 1e3;
+      std::string vsOne = std::string(v[i].scenario) == "mixed"
+                              ? std::to_string(ms / (median(v[6].seconds) * 1e3)).substr(0, 5) + "x"
+                              : "";
+      std::printf("| %s | %s | %.3f | %.2fx faster | %s |\n", v[i].scenario, v[i].name, ms, unf / ms, vsOne.c_str());
+    }
+    if (!o.json.empty()) {
+      FILE* f = std::fopen(o.json.c_str(), "w");
+      if (f) {
+        std::fprintf(f, "{\"ranks\": %d, \"reps\": %d, \"threshold\": \"%s\", \"variants\": [", o.nprocs, o.reps,
+                     threshold ? threshold : "default");
+        for (size_t i = 0; i < v.size(); ++i) {
+          std::fprintf(f, "%s{\"scenario\": \"%s\", \"variant\": \"%s\", \"seconds\": [", i ? ", " : "", v[i].scenario,
+                       v[i].name);
+          for (size_t k = 0; k < v[i].seconds.size(); ++k) std::fprintf(f, "%s%.6f", k ? ", " : "", v[i].seconds[k]);
+          std::fprintf(f, "]}");
+        }
+        std::fprintf(f, "]}\n");
+        std::fclose(f);
+      }
+    }
+    std::fflush(stdout);
+  }
+  CHECK_OK(strataCommDestroy(comm));
+  return 0;
+}
+
+void bindToCore(int rank) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  int seen = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    if (seen++ == rank % CPU_COUNT(&allowed)) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      sched_setaffinity(0, sizeof(one), &one);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-np" && i + 1 < argc) o.nprocs = std::atoi(argv[++i]);
+    else if (a == "-reps" && i + 1 < argc) o.reps = std::atoi(argv[++i]);
+    else if (a == "-J" && i + 1 < argc) o.json = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: %s [-np N] [-reps R] [-J results.json]\n", argv[0]);
+      return 2;
+    }
+  }
+  strataUniqueId id;
+  CHECK_OK(strataGetUniqueId(&id));
+  std::vector<pid_t> kids;
+  for (int r = 0; r < o.nprocs; ++r) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      bindToCore(r);
+      strataComm_t comm;
+      CHECK_OK(strataCommInitRank(&comm, o.nprocs, id, r));
+      std::_Exit(runRank(o, r, comm));
+    }
+    kids.push_back(pid);
+  }
+  int worst = 0;
+  for (pid_t pid : kids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    worst = std::max(worst, code);
+  }
+  return worst;
+}

@@ -1,0 +1,44 @@
+// One validated operation of the C API, and running it: shared by the
+// immediate path, groups (src/api/group.cc) and fusion (src/fusion).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "algo/plan.h"
+#include "algo/select.h"
+#include "core/comm.h"
+#include "exec/segments.h"
+
+namespace strata {
+
+// One requested operation, fully validated.
+struct Request {
+  Comm* comm = nullptr;
+  Coll coll = Coll::kAllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  strataDataType_t dtype = strataFloat32;
+  strataRedOp_t redop = strataSum;
+  int root = 0;  // root, or peer for send/recv
+  bool inPlace = false;
+};
+
+// Throws strataInvalidArgument naming the problem; fills inPlace.
+void validate(const char* fn, Request& r);
+// A fused operation's buffers (made of pieces) and what its descriptor says.
+struct FusedBuffers {
+  const Segments* send = nullptr;
+  const Segments* recv = nullptr;
+  uint16_t tensors = 0;
+  uint32_t layout = 0;
+};
+
+// Runs one collective now (blocking for host buffers). With `fused`, the
+// request's send / recv pointers are ignored and its pieces are used.
+void runCollective(Request& r, const FusedBuffers* fused = nullptr);
+// Runs the send/recv requests of one communicator as one group.
+void runP2P(Comm& comm, const std::vector<Request>& ops);
+
+}  // namespace strata

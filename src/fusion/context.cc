@@ -1,0 +1,214 @@
+#include "fusion/context.h"
+
+#include <algorithm>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "fusion/fused_op.h"
+#include "fusion/negotiate.h"
+#include "fusion/buckets.h"
+
+namespace strata {
+
+void FusionCompletion::complete(strataResult_t r, const std::string& e) {
+  std::lock_guard<std::mutex> lock(mu);
+  done = true;
+  result = r;
+  error = e;
+  cv.notify_all();
+}
+
+void FusionCompletion::wait() {
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return done; });
+}
+
+FusionContext::FusionContext(Comm& comm)
+    : comm_(comm),
+      threshold_(std::max<size_t>(comm.config().fusionThresholdBytes, 1)),
+      cycle_(comm.config().fusionCycleUs) {
+  ++comm.fusionContexts;
+  thread_ = std::thread([this] { loop(); });
+}
+
+FusionContext::~FusionContext() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    flushAsked_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  --comm_.fusionContexts;
+}
+
+std::shared_ptr<FusionCompletion> FusionContext::add(uint64_t key, const Request& r, Callback cb, void* userData) {
+  auto done = std::make_shared<FusionCompletion>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failCode_ != strataSuccess)
+      fail(failCode_, "the fusion context failed earlier: %s", failMessage_.c_str());
+    for (const Pending& p : pending_)
+      if (p.key == key)
+        fail(strataInvalidUsage, "strataFusionAllReduce: key %llu is already pending in this fusion context",
+             (unsigned long long)key);
+    if (pending_.empty()) deadline_ = std::chrono::steady_clock::now() + cycle_;
+    comm_.fusionBusy = true;
+    pending_.push_back(Pending{key, r, cb, userData, done});
+    pendingBytes_ += r.count * dtypeSize(r.dtype);
+    addedSinceRound_ = true;
+  }
+  wake_.notify_all();
+  return done;
+}
+
+void FusionContext::flush() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    flushAsked_ = true;
+  }
+  wake_.notify_all();
+}
+
+void FusionContext::synchronize() {
+  flush();
+  std::unique_lock<std::mutex> lock(mu_);
+  settled_.wait(lock, [&] { return (pending_.empty() && inRound_ == 0) || failCode_ != strataSuccess; });
+  if (failCode_ != strataSuccess) fail(failCode_, "%s", failMessage_.c_str());
+}
+
+void FusionContext::loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    if (pending_.empty()) {
+      comm_.fusionBusy = false;
+      settled_.notify_all();
+      if (stop_) return;
+      wake_.wait(lock);
+      continue;
+    }
+    Reason reason;
+    if (flushAsked_) {
+      reason = Reason::kFlush;
+    } else if (pendingBytes_ >= threshold_) {
+      reason = Reason::kFull;
+    } else if (std::chrono::steady_clock::now() >= deadline_) {
+      reason = Reason::kCycle;
+    } else {
+      wake_.wait_until(lock, deadline_);
+      continue;
+    }
+    flushAsked_ = stop_;  // a stopping context keeps flushing until empty
+    addedSinceRound_ = false;
+    std::vector<Pending> snapshot;
+    snapshot.swap(pending_);
+    pendingBytes_ = 0;
+    inRound_ = snapshot.size();
+    lock.unlock();
+    runRound(std::move(snapshot), reason);
+    lock.lock();
+    inRound_ = 0;
+    if (failCode_ != strataSuccess) {
+      std::vector<Pending> left;
+      left.swap(pending_);
+      pendingBytes_ = 0;
+      lock.unlock();
+      for (Pending& p : left) finish(p, failCode_, failMessage_);
+      lock.lock();
+      settled_.notify_all();
+      if (stop_) return;
+      continue;
+    }
+    // Tensors not pending everywhere yet wait for the next cycle (or a new
+    // add), so ranks waiting for a slow peer do not spin negotiation rounds.
+    if (!pending_.empty() && !addedSinceRound_)
+      deadline_ = std::chrono::steady_clock::now() + cycle_;
+  }
+}
+
+void FusionContext::finish(Pending& p, strataResult_t r, const std::string& error) {
+  if (p.cb) p.cb(p.key, r, p.userData);
+  p.done->complete(r, error);
+}
+
+void FusionContext::runRound(std::vector<Pending> snapshot, Reason reason) {
+  static const char* reasonName[] = {"full", "cycle", "flush"};
+  std::vector<bool> handled(snapshot.size(), false);
+  try {
+    std::vector<PendingKey> keys;
+    for (const Pending& p : snapshot) keys.push_back({p.key, p.req.count, p.req.dtype, p.req.redop});
+    Agreement agreed;
+    try {
+      agreed = negotiate(comm_, keys);
+    } catch (const Error& e) {
+      std::string list;
+      for (size_t i = 0; i < keys.size() && i < 8; ++i)
+        list += format("%s%llu", i ? ", " : "", (unsigned long long)keys[i].key);
+      if (keys.size() > 8) list += ", ...";
+      throw Error(e.code(), format("while the ranks agreed on which of this rank's %zu pending tensors "
+                                   "(keys %s) are ready everywhere: %s", keys.size(), list.c_str(), e.what()));
+    }
+    for (auto& [i, why] : agreed.mismatched) {
+      finish(snapshot[i], strataMismatch, why);
+      handled[i] = true;
+    }
+    // Fused all-reduces of what is ready everywhere, per (dtype, op), up to the threshold.
+    std::vector<Request> ready;
+    std::vector<size_t> index;
+    for (size_t i : agreed.ready) {
+      ready.push_back(snapshot[i].req);
+      index.push_back(i);
+    }
+    std::vector<Bucket> buckets = planBuckets(ready, threshold_, comm_.nranks());
+    std::vector<const Request*> members;
+    std::vector<uint64_t> bucketKeys;
+    for (const Bucket& b : buckets) {
+      members.clear();
+      bucketKeys.clear();
+      size_t bytes = 0;
+      for (size_t m : b.members) {
+        members.push_back(&ready[m]);
+        bucketKeys.push_back(snapshot[index[m]].key);
+        bytes += ready[m].count * dtypeSize(ready[m].dtype);
+      }
+      STRATA_INFO("fusion: rank %d flushes %zu tensors, %zu bytes, %s %s (reason: %s)", comm_.rank(),
+                  members.size(), bytes, dtypeName(members[0]->dtype), redOpName(members[0]->redop),
+                  reasonName[int(reason)]);
+      if (members.size() == 1) {
+        runCollective(ready[b.members[0]]);
+      } else {
+        runFused(members, &bucketKeys);
+      }
+      for (size_t m : b.members) {
+        finish(snapshot[index[m]], strataSuccess, "");
+        handled[index[m]] = true;
+      }
+    }
+  } catch (const Error& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    failCode_ = e.code();
+    failMessage_ = format("fusion context: %s", e.what());
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    failCode_ = strataInternalError;
+    failMessage_ = format("fusion context: %s", e.what());
+  }
+  std::vector<Pending> left;
+  for (size_t i = 0; i < snapshot.size(); ++i)
+    if (!handled[i]) left.push_back(std::move(snapshot[i]));
+  std::unique_lock<std::mutex> lock(mu_);
+  if (failCode_ != strataSuccess) {
+    std::string msg = failMessage_;
+    strataResult_t code = failCode_;
+    lock.unlock();
+    comm_.markFailed(code, msg);
+    for (Pending& p : left) finish(p, code, msg);
+    return;
+  }
+  // Not pending on every rank yet: back in front of the queue, in their order.
+  for (Pending& p : left) pendingBytes_ += p.req.count * dtypeSize(p.req.dtype);
+  pending_.insert(pending_.begin(), std::make_move_iterator(left.begin()), std::make_move_iterator(left.end()));
+}
+
+}  // namespace strata

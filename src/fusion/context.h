@@ -1,0 +1,87 @@
+// The fusion context (Horovod-style tensor fusion) behind strataFusion*:
+// trainers add gradients one at a time as they become ready; a background
+// thread flushes them in fused all-reduces when the pending bytes reach the
+// fusion threshold, when the cycle time (STRATA_FUSION_CYCLE_US) passes, or
+// on an explicit flush. Ranks may add tensors in different orders: every
+// flush starts with a negotiation round in which the ranks agree on the keys
+// pending everywhere (negotiate.h), so tensors are matched by key, never by
+// position.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "exec/request.h"
+#include "strata/strata.h"
+
+namespace strata {
+
+// Completion of one added tensor, shared by the context and the caller's request handle.
+struct FusionCompletion {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  strataResult_t result = strataSuccess;
+  std::string error;
+  void complete(strataResult_t r, const std::string& e);
+  void wait();
+};
+
+class FusionContext {
+ public:
+  using Callback = void (*)(uint64_t key, strataResult_t result, void* userData);
+
+  explicit FusionContext(Comm& comm);
+  // Flushes what is pending, waits for it (or for its failure) and stops the thread.
+  ~FusionContext();
+  FusionContext(const FusionContext&) = delete;
+  FusionContext& operator=(const FusionContext&) = delete;
+
+  // Queues an all-reduce of a validated request under `key` (unique among
+  // pending tensors). Throws if the context failed or the key is pending.
+  std::shared_ptr<FusionCompletion> add(uint64_t key, const Request& r, Callback cb, void* userData);
+  // Asks for a flush of everything pending now (returns at once).
+  void flush();
+  // Flushes and waits until nothing is pending; throws the first failure.
+  void synchronize();
+  Comm& comm() { return comm_; }
+
+ private:
+  enum class Reason { kFull, kCycle, kFlush };
+  struct Pending {
+    uint64_t key;
+    Request req;
+    Callback cb;
+    void* userData;
+    std::shared_ptr<FusionCompletion> done;
+  };
+  void loop();
+  // One negotiation round and the fused all-reduces it agrees on.
+  void runRound(std::vector<Pending> snapshot, Reason reason);
+  void finish(Pending& p, strataResult_t r, const std::string& error);
+
+  Comm& comm_;
+  const size_t threshold_;
+  const std::chrono::microseconds cycle_;
+  std::mutex mu_;
+  std::condition_variable wake_;    // the thread: something to do
+  std::condition_variable settled_; // synchronize(): pending emptied or failure
+  std::vector<Pending> pending_;    // in the order they were added
+  size_t pendingBytes_ = 0;
+  std::chrono::steady_clock::time_point deadline_;
+  bool flushAsked_ = false, stop_ = false, addedSinceRound_ = false;
+  size_t inRound_ = 0;              // tensors taken by the running round
+  strataResult_t failCode_ = strataSuccess;
+  std::string failMessage_;
+  std::thread thread_;
+};
+
+}  // namespace strata

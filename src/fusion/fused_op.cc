@@ -1,0 +1,211 @@
+#include "fusion/fused_op.h"
+
+#include <algorithm>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "fusion/staging_pool.h"
+#include "kernels/cpu/multi_copy.h"
+
+namespace strata {
+
+namespace {
+
+// Which sides a rank touches and which are laid out in rank-major blocks.
+struct Shape {
+  bool sendBlocks = false, recvBlocks = false;  // n blocks (rank-major) instead of one
+  bool needSend = true, needRecv = true;
+};
+
+Shape shapeOf(const Request& r) {
+  Shape s;
+  const int me = r.comm->rank();
+  switch (r.coll) {
+    case Coll::kReduceScatter: s.sendBlocks = true; break;
+    case Coll::kAllGather: s.recvBlocks = true; break;
+    case Coll::kAllToAll: s.sendBlocks = s.recvBlocks = true; break;
+    case Coll::kBroadcast: s.needSend = me == r.root; break;
+    case Coll::kReduce: s.needRecv = me == r.root; break;
+    default: break;
+  }
+  return s;
+}
+
+// Where each tensor's bytes go in the fused buffer and in staging.
+struct Layout {
+  std::vector<size_t> order;       // tensor indices: small ones first, then large
+  std::vector<size_t> blockBytes;  // per tensor: count x element size
+  std::vector<size_t> stagedAt;    // per small tensor: offset inside one staged block
+  std::vector<size_t> aliasCopy;   // per large tensor: offset of its send copy, or npos
+  size_t smallBytes = 0;           // one staged block: every small tensor's block
+  size_t numSmall = 0;
+};
+constexpr size_t npos = ~size_t(0);
+
+// Rejects tensors that share memory: fused, they would run at once, where
+// one after another each would see the other's result.
+void checkNoOverlap(const std::vector<const Request*>& ts, const Shape& sh, const Layout& lay, int n) {
+  struct Range {
+    uintptr_t begin, end;
+    size_t tensor;
+    bool written;
+  };
+  std::vector<Range> ranges;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const Request& r = *ts[i];
+    size_t sendBytes = lay.blockBytes[i] * (sh.sendBlocks ? size_t(n) : 1);
+    size_t recvBytes = lay.blockBytes[i] * (sh.recvBlocks ? size_t(n) : 1);
+    if (sh.needRecv) {
+      auto b = reinterpret_cast<uintptr_t>(r.recv);
+      ranges.push_back({b, b + recvBytes, i, true});
+    }
+    if (sh.needSend && !(sh.needRecv && r.inPlace)) {
+      auto b = reinterpret_cast<uintptr_t>(r.send);
+      ranges.push_back({b, b + sendBytes, i, false});
+    }
+  }
+  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  // Sweep: the range reaching furthest so far, and the furthest-reaching written one.
+  const Range* reach = nullptr;
+  const Range* reachWritten = nullptr;
+  for (const Range& x : ranges) {
+    const Range* hit = nullptr;
+    if (reachWritten && reachWritten->end > x.begin && reachWritten->tensor != x.tensor) hit = reachWritten;
+    else if (x.written && reach && reach->end > x.begin && reach->tensor != x.tensor) hit = reach;
+    if (hit)
+      fail(strataInvalidArgument, "%s: tensors %zu and %zu of one group overlap in memory; fused "
+           "operations run together, so their buffers must be distinct",
+           collName(ts[0]->coll), std::min(hit->tensor, x.tensor), std::max(hit->tensor, x.tensor));
+    if (!reach || x.end > reach->end) reach = &x;
+    if (x.written && (!reachWritten || x.end > reachWritten->end)) reachWritten = &x;
+  }
+}
+
+}  // namespace
+
+uint32_t fusedLayoutHash(const std::vector<const Request*>& tensors, const std::vector<uint64_t>* keys) {
+  uint32_t h = 2166136261u;  // FNV-1a
+  auto mix = [&h](uint64_t v) {
+    for (int b = 0; b < 8; ++b) {
+      h ^= uint8_t(v >> (8 * b));
+      h *= 16777619u;
+    }
+  };
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    mix(tensors[i]->count);
+    if (keys) mix((*keys)[i]);
+  }
+  return h;
+}
+
+void runFused(const std::vector<const Request*>& ts, const std::vector<uint64_t>* keys) {
+  const Request& first = *ts[0];
+  Comm& comm = *first.comm;
+  const int n = comm.nranks(), me = comm.rank();
+  const size_t elem = dtypeSize(first.dtype);
+  const Shape sh = shapeOf(first);
+
+  Layout lay;
+  lay.blockBytes.resize(ts.size());
+  lay.stagedAt.assign(ts.size(), npos);
+  lay.aliasCopy.assign(ts.size(), npos);
+  size_t totalCount = 0;
+  bool allInPlace = sh.needSend && sh.needRecv;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    lay.blockBytes[i] = ts[i]->count * elem;
+    totalCount += ts[i]->count;
+    allInPlace = allInPlace && ts[i]->inPlace;
+    if (lay.blockBytes[i] < kDirectMinBytes) {
+      lay.order.push_back(i);
+      lay.stagedAt[i] = lay.smallBytes;
+      lay.smallBytes += lay.blockBytes[i];
+    }
+  }
+  lay.numSmall = lay.order.size();
+  for (size_t i = 0; i < ts.size(); ++i)
+    if (lay.stagedAt[i] == npos) lay.order.push_back(i);
+  checkNoOverlap(ts, sh, lay, n);
+
+  // Staging: in place, one area for both sides; otherwise a send area (plus a
+  // copy of each large in-place tensor, whose send would alias its recv) and a
+  // recv area.
+  const size_t sendBlocks = sh.sendBlocks ? size_t(n) : 1, recvBlocks = sh.recvBlocks ? size_t(n) : 1;
+  size_t sendArea = 0, recvArea = 0, staging = 0;
+  if (allInPlace) {
+    staging = std::max(sendBlocks, recvBlocks) * lay.smallBytes;
+  } else {
+    if (sh.needSend) {
+      staging = sendBlocks * lay.smallBytes;
+      for (size_t k = lay.numSmall; k < lay.order.size(); ++k) {
+        size_t i = lay.order[k];
+        if (sh.needRecv && ts[i]->inPlace) {
+          lay.aliasCopy[i] = staging;
+          staging += lay.blockBytes[i] * sendBlocks;
+        }
+      }
+    }
+    recvArea = staging;
+    if (sh.needRecv) staging += recvBlocks * lay.smallBytes;
+  }
+  StagingPool::Lease lease;
+  uint8_t* stage = nullptr;
+  if (staging) {
+    lease = comm.stagingPool().acquire(staging);
+    stage = lease.data();
+  }
+
+  // Where piece (tensor i, block r) of a side lies.
+  auto stagedPiece = [&](size_t i, size_t r, bool sendSide) -> uint8_t* {
+    bool blocks = sendSide ? sh.sendBlocks : sh.recvBlocks;
+    bool otherBlocks = sendSide ? sh.recvBlocks : sh.sendBlocks;
+    size_t block = blocks ? r : (allInPlace && otherBlocks ? size_t(me) : 0);
+    size_t area = allInPlace ? 0 : (sendSide ? sendArea : recvArea);
+    return stage + area + block * lay.smallBytes + lay.stagedAt[i];
+  };
+  auto userPiece = [&](size_t i, size_t r, bool sendSide) -> uint8_t* {
+    bool blocks = sendSide ? sh.sendBlocks : sh.recvBlocks;
+    size_t off = blocks ? r * lay.blockBytes[i] : 0;
+    if (sendSide && lay.aliasCopy[i] != npos) return stage + lay.aliasCopy[i] + off;
+    auto* base = sendSide ? static_cast<uint8_t*>(const_cast<void*>(ts[i]->send))
+                          : static_cast<uint8_t*>(ts[i]->recv);
+    return base + off;
+  };
+  auto piece = [&](size_t i, size_t r, bool sendSide) {
+    return lay.stagedAt[i] != npos ? stagedPiece(i, r, sendSide) : userPiece(i, r, sendSide);
+  };
+
+  Segments sendPieces, recvPieces;
+  std::vector<kernels::CopyItem> pack, unpack;
+  for (bool sendSide : {true, false}) {
+    if (sendSide ? !sh.needSend : !sh.needRecv) continue;
+    Segments& seg = sendSide ? sendPieces : recvPieces;
+    size_t blocks = sendSide ? sendBlocks : recvBlocks;
+    for (size_t r = 0; r < blocks; ++r) {
+      for (size_t i : lay.order) {
+        uint8_t* p = piece(i, r, sendSide);
+        seg.append(p, lay.blockBytes[i]);
+        bool blocked = sendSide ? sh.sendBlocks : sh.recvBlocks;
+        size_t off = blocked ? r * lay.blockBytes[i] : 0;
+        if (sendSide && (lay.stagedAt[i] != npos || lay.aliasCopy[i] != npos))
+          pack.push_back({p, static_cast<const uint8_t*>(ts[i]->send) + off, lay.blockBytes[i]});
+        if (!sendSide && lay.stagedAt[i] != npos)
+          unpack.push_back({static_cast<uint8_t*>(ts[i]->recv) + off, p, lay.blockBytes[i]});
+      }
+    }
+  }
+
+  Request fused = first;
+  fused.count = totalCount;
+  fused.inPlace = allInPlace;
+  FusedBuffers fb;
+  fb.send = sh.needSend ? &sendPieces : nullptr;
+  fb.recv = sh.needRecv ? &recvPieces : nullptr;
+  fb.tensors = uint16_t(ts.size());
+  fb.layout = fusedLayoutHash(ts, keys);
+  kernels::multiCopy(pack.data(), pack.size());
+  runCollective(fused, &fb);
+  kernels::multiCopy(unpack.data(), unpack.size());
+}
+
+}  // namespace strata
