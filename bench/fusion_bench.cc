@@ -5,7 +5,7 @@
 //          ways, vs ONE all-reduce of 100 MiB (the bound fusion aims for)
 // Each repetition runs every variant once (in rotating order), each timed from
 // a barrier to the slowest rank's finish; the table shows medians.
-//   strata-fusion-bench -np 2 [-reps 15] [-J results.json]
+//   strata-fusion-bench -np 2 [-reps 15] [-nobind] [-J results.json]
 #include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,6 +36,7 @@ namespace {
 struct Options {
   int nprocs = 2;
   int reps = 15;
+  bool bind = true;  // one core per rank, as mpirun binds (-nobind: as torchrun leaves them)
   std::string json;
 };
 
@@ -159,7 +160,9 @@ int runRank(const Options& o, int rank, strataComm_t comm) {
     }
   if (rank == 0) {
     const char* threshold = std::getenv("STRATA_FUSION_THRESHOLD");
-    std::printf("# strata-fusion-bench: %d ranks, %d repetitions, STRATA_FUSION_THRESHOLD=%s\n", o.nprocs, o.reps,
+    const char* transport = std::getenv("STRATA_TRANSPORT");
+    std::printf("# strata-fusion-bench: %d ranks (%s), transport %s, %d repetitions, STRATA_FUSION_THRESHOLD=%s\n",
+                o.nprocs, o.bind ? "one core each" : "not bound", transport ? transport : "auto (shm)", o.reps,
                 threshold ? threshold : "(default)");
     std::printf("| scenario | variant | median ms | vs unfused | vs one 100 MiB all-reduce |\n|---|---|---|---|---|\n");
     for (size_t i = 0; i < v.size(); ++i) {
@@ -173,7 +176,8 @@ int runRank(const Options& o, int rank, strataComm_t comm) {
     if (!o.json.empty()) {
       FILE* f = std::fopen(o.json.c_str(), "w");
       if (f) {
-        std::fprintf(f, "{\"ranks\": %d, \"reps\": %d, \"threshold\": \"%s\", \"variants\": [", o.nprocs, o.reps,
+        std::fprintf(f, "{\"ranks\": %d, \"reps\": %d, \"bound\": %s, \"transport\": \"%s\", \"threshold\": \"%s\", \"variants\": [",
+                     o.nprocs, o.reps, o.bind ? "true" : "false", transport ? transport : "auto",
                      threshold ? threshold : "default");
         for (size_t i = 0; i < v.size(); ++i) {
           std::fprintf(f, "%s{\"scenario\": \"%s\", \"variant\": \"%s\", \"seconds\": [", i ? ", " : "", v[i].scenario,
@@ -216,8 +220,9 @@ int main(int argc, char** argv) {
     if (a == "-np" && i + 1 < argc) o.nprocs = std::atoi(argv[++i]);
     else if (a == "-reps" && i + 1 < argc) o.reps = std::atoi(argv[++i]);
     else if (a == "-J" && i + 1 < argc) o.json = argv[++i];
+    else if (a == "-nobind") o.bind = false;
     else {
-      std::fprintf(stderr, "usage: %s [-np N] [-reps R] [-J results.json]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [-np N] [-reps R] [-nobind] [-J results.json]\n", argv[0]);
       return 2;
     }
   }
@@ -227,7 +232,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < o.nprocs; ++r) {
     pid_t pid = fork();
     if (pid == 0) {
-      bindToCore(r);
+      if (o.bind) bindToCore(r);
       strataComm_t comm;
       CHECK_OK(strataCommInitRank(&comm, o.nprocs, id, r));
       std::_Exit(runRank(o, r, comm));

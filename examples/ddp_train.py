@@ -2,6 +2,11 @@
 
     torchrun --nproc-per-node 2 examples/ddp_train.py --backend strata
     torchrun --nproc-per-node 2 examples/ddp_train.py --backend gloo
+    torchrun --nproc-per-node 2 examples/ddp_train.py --backend strata --comm-hook fused
+
+--comm-hook picks DDP's communication hook: "default" (DDP's own all-reduce
+per bucket), or strata_torch.hooks' "fused" / "bf16" / "fp16" (buckets fused
+into one collective; the last two compress to 16 bits on the wire).
 
 A small CNN on synthetic images (the same on every run), CPU tensors. Prints
 each step's time on rank 0 and, at the end, the median step time and a
@@ -45,11 +50,13 @@ def synthetic_batch(step, rank, batch):
     return torch.randn(batch, 3, 32, 32, generator=g), torch.randint(0, 10, (batch,), generator=g)
 
 
-def train(model, steps, batch, rank, hook=None, process_group=None, verbose=False):
+def train(model, steps, batch, rank, hook=None, process_group=None, verbose=False, hook_state=None,
+          bucket_cap_mb=None):
     """Trains `model` wrapped in DDP for `steps` steps; returns the step times (s)."""
-    ddp = DDP(model, process_group=process_group)
+    kwargs = {} if bucket_cap_mb is None else {"bucket_cap_mb": bucket_cap_mb}
+    ddp = DDP(model, process_group=process_group, **kwargs)
     if hook is not None:
-        ddp.register_comm_hook(process_group, hook)
+        ddp.register_comm_hook(process_group if hook_state is None else hook_state, hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
     times = []
     for step in range(steps):
@@ -70,17 +77,27 @@ def main():
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--warmup", type=int, default=5, help="steps left out of the median")
+    p.add_argument("--comm-hook", default="default", choices=["default", "fused", "bf16", "fp16"])
+    p.add_argument("--save", help="write the trained parameters to this file (rank 0)")
     args = p.parse_args()
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     dist.init_process_group(args.backend)
     rank = dist.get_rank()
     torch.manual_seed(0)
     model = SmallCNN()
-    times = train(model, args.steps, args.batch, rank, verbose=rank == 0)
+    hook = state = None
+    if args.comm_hook != "default":
+        import strata_torch.hooks as hooks
+        hook = {"fused": hooks.fused_allreduce_hook, "bf16": hooks.bf16_compress_fused_hook,
+                "fp16": hooks.fp16_compress_fused_hook}[args.comm_hook]
+        state = hooks.FusionState()
+    times = train(model, args.steps, args.batch, rank, hook=hook, hook_state=state, verbose=rank == 0)
+    if args.save and rank == 0:
+        torch.save(model.state_dict(), args.save)
     checksum = sum(p.double().sum().item() for p in model.parameters())
     if rank == 0:
         median = statistics.median(times[args.warmup:]) if len(times) > args.warmup else statistics.median(times)
-        print(f"backend {args.backend}: world {dist.get_world_size()}, median step {median * 1e3:.1f} ms "
+        print(f"backend {args.backend}, hook {args.comm_hook}: world {dist.get_world_size()}, median step {median * 1e3:.1f} ms "
               f"(steps {args.warmup}..{args.steps - 1}), parameter checksum {checksum:.6f}", flush=True)
     dist.destroy_process_group()
 

@@ -13,9 +13,12 @@
 
 namespace strata {
 
-// Tensors of at least this many bytes per block are used in place rather than packed:
-// below it, a piece would cut the pipeline's fragments short.
-constexpr size_t kDirectMinBytes = 64 * 1024;
+// Tensors of at least this many bytes per block take part where they lie;
+// smaller ones are packed. A piece costs the executor a lookup and a short
+// copy or reduce call at every step that crosses it (~0.1-0.2 us), packing
+// costs two passes over the bytes (~0.2 ns/B): even at 4 KiB, pieces were
+// faster (docs/benchmarks/fusion.md), so only tiny tensors are packed.
+constexpr size_t kDirectMinBytes = 2048;
 
 // Runs `tensors` (validated; same communicator, collective, dtype, op and root;
 // count > 0) as one collective. `keys` (optional, one per tensor) enter the

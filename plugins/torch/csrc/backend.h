@@ -100,7 +100,8 @@ class StrataBackend : public c10d::Backend {
   // Raises DistBackendError with strata's sentence unless rc is strataSuccess.
   void check(strataResult_t rc, const char* call) const;
   void checkPeer(int peer, const char* method, const char* what) const;
-  // The steps of one _allgather_base / _reduce_scatter_base, for reuse by the coalesced forms.
+  // The steps of one allreduce / _allgather_base / _reduce_scatter_base, for reuse by the coalesced forms.
+  OpSteps allReduceSteps(const at::Tensor& t, const Reduction& r, strataDataType_t dtype);
   OpSteps allGatherSteps(const at::Tensor& output, const at::Tensor& input);
   OpSteps reduceScatterSteps(const at::Tensor& output, const at::Tensor& input, const Reduction& r);
 

@@ -52,20 +52,23 @@ c10::intrusive_ptr<Work> StrataBackend::broadcast(std::vector<at::Tensor>& tenso
                          [=, this] { s.writeBack(); }}}, callerWaits(opts, 0));
 }
 
+OpSteps StrataBackend::allReduceSteps(const at::Tensor& t, const Reduction& r, strataDataType_t dtype) {
+  Staged s(t);
+  return OpSteps{[=, this] {
+                   if (r.premultiply) s.buffer.copy_(r.scaled(s.buffer));
+                 },
+                 [=, this] { check(strataAllReduce(s.data(), s.data(), s.count(), dtype, r.op, comm_, nullptr),
+                             "strataAllReduce"); },
+                 [=, this] { s.writeBack(); }};
+}
+
 c10::intrusive_ptr<Work> StrataBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                   const c10d::AllreduceOptions& opts) {
   at::Tensor t = singleTensor(tensors, "allreduce");
   TORCH_CHECK_VALUE(!opts.sparseIndices.has_value(), "strata allreduce: sparse tensors are not supported");
   auto dtype = strataTypeOf(t.scalar_type(), "allreduce");
   Reduction r = reductionOf(opts.reduceOp, t.scalar_type(), "allreduce");
-  Staged s(t);
-  return submit(OpType::ALLREDUCE, {t},
-                {OpSteps{[=, this] {
-                           if (r.premultiply) s.buffer.copy_(r.scaled(s.buffer));
-                         },
-                         [=, this] { check(strataAllReduce(s.data(), s.data(), s.count(), dtype, r.op, comm_, nullptr),
-                                     "strataAllReduce"); },
-                         [=, this] { s.writeBack(); }}}, callerWaits(opts, 0));
+  return submit(OpType::ALLREDUCE, {t}, {allReduceSteps(t, r, dtype)}, callerWaits(opts, 0));
 }
 
 c10::intrusive_ptr<Work> StrataBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
@@ -79,16 +82,11 @@ c10::intrusive_ptr<Work> StrataBackend::allreduce_coalesced(std::vector<at::Tens
   }
   auto dtype = strataTypeOf(tensors[0].scalar_type(), "allreduce_coalesced");
   Reduction r = reductionOf(opts.reduceOp, tensors[0].scalar_type(), "allreduce_coalesced");
-  auto flat = std::make_shared<at::Tensor>();
-  std::vector<at::Tensor> parts = tensors;
-  return submit(OpType::ALLREDUCE_COALESCED, tensors,
-                {OpSteps{[=, this] { *flat = r.premultiply ? r.scaled(packed(parts)) : packed(parts); },
-                         [=, this] {
-                           check(strataAllReduce(flat->data_ptr(), flat->data_ptr(), size_t(flat->numel()), dtype,
-                                                 r.op, comm_, nullptr),
-                                 "strataAllReduce");
-                         },
-                         [=, this] { unpack(*flat, parts); }}}, callerWaits(opts, 0));
+  // One strataAllReduce per tensor in one group: strata fuses them into one
+  // collective over the tensors where they lie (src/fusion).
+  std::vector<OpSteps> ops;
+  for (const at::Tensor& t : tensors) ops.push_back(allReduceSteps(t, r, dtype));
+  return submit(OpType::ALLREDUCE_COALESCED, tensors, std::move(ops), callerWaits(opts, 0));
 }
 
 c10::intrusive_ptr<Work> StrataBackend::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {

@@ -428,6 +428,19 @@ def scenario_training():
     train(a, 20, 8, RANK, hook=default_hooks.bf16_compress_hook, process_group=STRATA)
     train(b, 20, 8, RANK, hook=default_hooks.bf16_compress_hook, process_group=GLOO)
     params_close("DDP bf16 hook strata vs gloo", a, b, rtol=1e-2, atol=1e-3)
+    # strata_torch.hooks: buckets fused across DDP's buckets (tiny buckets, so there are several),
+    # the same parameters as DDP's default hook on gloo (bf16 / fp16 within their rounding).
+    import strata_torch.hooks as hooks
+    want = small_model()
+    train(want, 20, 8, RANK, process_group=GLOO, bucket_cap_mb=0.01)
+    # fused: averaging sums before dividing (DDP's hook divides first): float32 rounding apart.
+    for name, hook, rtol, atol in (("fused", hooks.fused_allreduce_hook, 1e-4, 1e-5),
+                                   ("bf16", hooks.bf16_compress_fused_hook, 2e-2, 2e-3),
+                                   ("fp16", hooks.fp16_compress_fused_hook, 5e-3, 5e-4)):
+        got = small_model()
+        state = hooks.FusionState(STRATA, threshold_bytes=1 << 20)
+        train(got, 20, 8, RANK, hook=hook, hook_state=state, process_group=STRATA, bucket_cap_mb=0.01)
+        params_close(f"DDP strata_torch.hooks {name} vs gloo default", got, want, rtol=rtol, atol=atol)
     print(f"rank {RANK}: DDP done", flush=True)
     check_zero()
     print(f"rank {RANK}: ZeroRedundancyOptimizer done", flush=True)

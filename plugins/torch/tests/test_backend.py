@@ -63,4 +63,4 @@ def test_torchrun_example():
                           "--warmup", "2"], env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "backend strata: world 2, median step" in out.stdout, out.stdout[-3000:]
+    assert "backend strata, hook default: world 2, median step" in out.stdout, out.stdout[-3000:]
