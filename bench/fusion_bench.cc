@@ -6,8 +6,6 @@
 // Each repetition runs every variant once (in rotating order), each timed from
 // a barrier to the slowest rank's finish; the table shows medians.
 //   strata-fusion-bench -np 2 [-reps 15] [-nobind] [-J results.json]
-#include <sched.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "local_ranks.h"
 #include "strata/strata.h"
 
 namespace {
@@ -195,22 +194,6 @@ int runRank(const Options& o, int rank, strataComm_t comm) {
   return 0;
 }
 
-void bindToCore(int rank) {
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
-  int seen = 0;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (!CPU_ISSET(cpu, &allowed)) continue;
-    if (seen++ == rank % CPU_COUNT(&allowed)) {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(cpu, &one);
-      sched_setaffinity(0, sizeof(one), &one);
-      return;
-    }
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -226,25 +209,5 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  strataUniqueId id;
-  CHECK_OK(strataGetUniqueId(&id));
-  std::vector<pid_t> kids;
-  for (int r = 0; r < o.nprocs; ++r) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      if (o.bind) bindToCore(r);
-      strataComm_t comm;
-      CHECK_OK(strataCommInitRank(&comm, o.nprocs, id, r));
-      std::_Exit(runRank(o, r, comm));
-    }
-    kids.push_back(pid);
-  }
-  int worst = 0;
-  for (pid_t pid : kids) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    worst = std::max(worst, code);
-  }
-  return worst;
+  return runLocalRanks(o.nprocs, o.bind, [&](int rank, strataComm_t comm) { return runRank(o, rank, comm); });
 }

@@ -3,8 +3,6 @@
 // algbw = bytes / time and busbw = algbw x the collective's bus factor
 // (nccl-tests' definitions), for out-of-place and in-place calls, and the
 // number of wrong elements found by -c checking.
-#include <sched.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "local_ranks.h"
 #include "perf_check.h"
 #include "perf_options.h"
 #include "strata/strata.h"
@@ -242,25 +241,6 @@ int runRank(const PerfOptions& o, strataComm_t comm) {
   return wrongSum ? 1 : 0;
 }
 
-// Like mpirun's default binding: with no more ranks than cores, rank r runs on
-// the r-th core this process may use, so ranks never share a core by accident.
-void bindToCore(int rank, int nprocs) {
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
-  if (nprocs > CPU_COUNT(&allowed)) return;
-  int seen = 0;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (!CPU_ISSET(cpu, &allowed)) continue;
-    if (seen++ == rank) {
-      cpu_set_t one;
-      CPU_ZERO(&one);
-      CPU_SET(cpu, &one);
-      sched_setaffinity(0, sizeof(one), &one);
-      return;
-    }
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -271,24 +251,5 @@ int main(int argc, char** argv) {
     CHECK_OK(strataCommInitFromEnv(&comm));
     return runRank(o, comm);
   }
-  strataUniqueId id;
-  CHECK_OK(strataGetUniqueId(&id));
-  std::vector<pid_t> kids;
-  for (int r = 0; r < o.nprocs; ++r) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      bindToCore(r, o.nprocs);
-      CHECK_OK(strataCommInitRank(&comm, o.nprocs, id, r));
-      std::_Exit(runRank(o, comm));
-    }
-    kids.push_back(pid);
-  }
-  int worst = 0;
-  for (pid_t pid : kids) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (code > worst) worst = code;
-  }
-  return worst;
+  return runLocalRanks(o.nprocs, true, [&](int, strataComm_t c) { return runRank(o, c); });
 }
