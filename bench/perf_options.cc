@@ -18,7 +18,8 @@ void usage() {
                "  COLLECTIVE: all_reduce reduce_scatter all_gather broadcast reduce alltoall sendrecv\n"
                "  sizes accept K/M/G suffixes; DTYPE: int8 uint8 int32 uint32 int64 uint64 half\n"
                "  bfloat16 float double (or float32/float16/float64); OP: sum prod max min avg\n"
-               "  -np N forks N local ranks; without it ranks come from torchrun, mpirun or srun.\n");
+               "  -np N forks N local ranks; without it ranks come from mpirun (strataCommInitMPI),\n"
+               "  or torchrun / srun (strataCommInitFromEnv).\n");
 }
 
 bool parseDtype(const char* s, strataDataType_t* out) {

@@ -17,6 +17,9 @@
 #include "perf_check.h"
 #include "perf_options.h"
 #include "strata/strata.h"
+#ifdef STRATA_PERF_WITH_MPI
+#include "strata/strata_mpi.h"
+#endif
 
 namespace {
 
@@ -243,10 +246,26 @@ int runRank(const PerfOptions& o, strataComm_t comm) {
 
 }  // namespace
 
+#ifdef STRATA_PERF_WITH_MPI
+// Whether an MPI launcher started this process (Open MPI, or any PMI/PMIx one).
+bool launchedByMpi() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_RANK");
+}
+#endif
+
 int main(int argc, char** argv) {
   PerfOptions o;
   if (!parsePerfOptions(argc, argv, &o)) return 2;
   strataComm_t comm = nullptr;
+#ifdef STRATA_PERF_WITH_MPI
+  if (o.nprocs <= 0 && launchedByMpi()) {
+    MPI_Init(&argc, &argv);
+    CHECK_OK(strataCommInitMPI(&comm, MPI_COMM_WORLD));
+    int rc = runRank(o, comm);
+    MPI_Finalize();
+    return rc;
+  }
+#endif
   if (o.nprocs <= 0) {
     CHECK_OK(strataCommInitFromEnv(&comm));
     return runRank(o, comm);

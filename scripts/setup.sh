@@ -3,9 +3,10 @@
 # packages are installed, so a second run takes a second.
 # Usage: scripts/setup.sh [test|bench]   (bench adds Open MPI's headers and iperf3)
 set -euo pipefail
-# openmpi-bin: the PyTorch backend's tests launch ranks with mpirun too.
+# openmpi-bin + libopenmpi-dev: strataCommInitMPI and the PyTorch backend are tested under mpirun.
+# libfabric-dev, libucx-dev: the headers of the ofi and ucx transports (the libraries load at run time).
 want=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev iproute2 libhwloc-dev
-      nlohmann-json3-dev openmpi-bin)
+      nlohmann-json3-dev openmpi-bin libopenmpi-dev libfabric-dev libucx-dev)
 if [ "${1:-test}" = bench ]; then
   want+=(libopenmpi-dev iperf3)
 fi

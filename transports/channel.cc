@@ -3,9 +3,16 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "transports/net/transport_choice.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
 #include "transports/transport.h"
+#ifdef STRATA_HAVE_OFI
+#include "transports/ofi/ofi_transport.h"
+#endif
+#ifdef STRATA_HAVE_UCX
+#include "transports/ucx/ucx_transport.h"
+#endif
 
 namespace strata {
 
@@ -46,10 +53,36 @@ bool decodeAbortPayload(const uint8_t* p, size_t n, strataResult_t* code, std::s
 
 namespace {
 
+// Stands in for a transport this build lacks, so that transport ids are the
+// same in every build (checkTransportConfig refuses to select it).
+class MissingTransport : public Transport {
+ public:
+  explicit MissingTransport(const char* name) : name_(name) {}
+  const char* name() const override { return name_; }
+  bool usable(const LinkContext&) const override { return false; }
+  std::unique_ptr<PendingLink> begin(const LinkContext&, SetupBlob*) const override {
+    fail(strataInternalError, "transport %s is not built in", name_);
+  }
+
+ private:
+  const char* name_;
+};
+
+// Indexed by LinkTransport: the id a link's Hello carries.
 struct Registry {
   ShmTransport shm;
+#ifdef STRATA_HAVE_OFI
+  OfiTransport ofi;
+#else
+  MissingTransport ofi{"ofi"};
+#endif
+#ifdef STRATA_HAVE_UCX
+  UcxTransport ucx;
+#else
+  MissingTransport ucx{"ucx"};
+#endif
   TcpTransport tcp;
-  const Transport* ranked[2] = {&shm, &tcp};
+  const Transport* ranked[4] = {&shm, &ofi, &ucx, &tcp};
 };
 
 Registry& registry() {
@@ -59,14 +92,16 @@ Registry& registry() {
 
 }  // namespace
 
+uint32_t transportCount() { return 4; }
+
 const Transport& transportAt(uint32_t id) { return *registry().ranked[id]; }
 
 uint32_t chooseTransport(const LinkContext& ctx) {
-  Registry& r = registry();
-  for (uint32_t i = 0; i < 2; ++i)
-    if (r.ranked[i]->usable(ctx)) return i;
-  fail(strataInvalidUsage, "no transport can reach rank %d from rank %d (STRATA_TRANSPORT=%s)",
-       ctx.peer, ctx.rank, ctx.config->transport.c_str());
+  uint32_t id = uint32_t(linkTransportFor(ctx));
+  if (!registry().ranked[id]->usable(ctx))
+    fail(strataInvalidUsage, "transport %s cannot reach rank %d from rank %d (not built in)",
+         registry().ranked[id]->name(), ctx.peer, ctx.rank);
+  return id;
 }
 
 }  // namespace strata

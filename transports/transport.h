@@ -15,14 +15,15 @@
 // this rank still needs it (data to read, space to write).
 //
 // A Transport makes Channels. Transports are picked per peer pair at run time
-// by the registry (registry.cc), ranked by capability: shm on one host, tcp
-// otherwise. Lock order: none; a Channel is used by one thread at a time.
+// (transport_choice.h): shm on one host, the network transport (tcp, ofi or
+// ucx) between hosts, or one forced for every link. Lock order: none; a Channel is used by one thread at a time.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bootstrap/socket.h"
 #include "bootstrap/wire.h"
@@ -80,14 +81,18 @@ struct LinkContext {
   const Config* config = nullptr;
 };
 
-constexpr size_t kSetupBlobBytes = 64;
+// What one side of a link tells the other at set-up (shm segment names, TCP
+// side ports, fabric / UCX worker addresses). Sent after the Hello with its
+// length; anything longer than kMaxSetupBlobBytes is refused.
+using SetupBlob = std::vector<uint8_t>;
+constexpr size_t kMaxSetupBlobBytes = 16384;
 
 // A link under construction: local resources exist, the peer's are unknown.
 class PendingLink {
  public:
   virtual ~PendingLink() = default;
   // Completes the link with the peer's setup blob; `socket` is handshaken.
-  virtual std::unique_ptr<Channel> finish(Fd socket, const uint8_t peerBlob[kSetupBlobBytes]) = 0;
+  virtual std::unique_ptr<Channel> finish(Fd socket, const SetupBlob& peerBlob) = 0;
 };
 
 class Transport {
@@ -96,12 +101,13 @@ class Transport {
   virtual const char* name() const = 0;
   virtual bool usable(const LinkContext& ctx) const = 0;
   // Allocates this side's resources and fills the blob the peer needs.
-  virtual std::unique_ptr<PendingLink> begin(const LinkContext& ctx,
-                                             uint8_t blob[kSetupBlobBytes]) const = 0;
+  virtual std::unique_ptr<PendingLink> begin(const LinkContext& ctx, SetupBlob* blob) const = 0;
 };
 
-// The registry: transports ranked best first. Returns the index of the first
-// usable one (the same on both sides, since both see the same rank table).
+// The registry: every transport by id (shm, ofi, ucx, tcp). chooseTransport
+// returns the id serving a link (transports/net/transport_choice.h; the same
+// on both sides, since both see the same rank table and settings).
+uint32_t transportCount();
 const Transport& transportAt(uint32_t id);
 uint32_t chooseTransport(const LinkContext& ctx);
 

@@ -18,7 +18,7 @@
 namespace strata {
 
 constexpr uint32_t kWireMagic = 0x41525453;  // "STRA"
-constexpr uint16_t kProtocolVersion = 1;
+constexpr uint16_t kProtocolVersion = 2;
 
 using Secret = std::array<uint8_t, 16>;
 Secret randomSecret();

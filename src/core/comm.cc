@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -14,6 +15,7 @@
 #include "kernels/cpu/reduce.h"
 #include "topo/detect.h"
 #include "topo/topo_json.h"
+#include "transports/net/transport_choice.h"
 
 namespace strata {
 
@@ -34,6 +36,7 @@ uint64_t detectHostHash(const Config& cfg) {
 Comm::Comm(int nranks, int rank, const UniqueIdData& id, Config config)
     : nranks_(nranks), rank_(rank), config_(std::move(config)), secret_(id.secret),
       staging_(std::make_unique<StagingPool>()) {
+  checkTransportConfig(config_);
   commTag_ = 0;
   for (uint8_t b : secret_) commTag_ = commTag_ * 131 + b;
   int64_t deadline = nowMs() + config_.timeoutMs;
@@ -119,8 +122,10 @@ uint8_t* Comm::scratch(size_t bytes) {
 }
 
 size_t Comm::linkCapacity() const {
+  // The smallest buffering any transport gives a link (the plans assume it).
   size_t shm = config_.shmSlotBytes * size_t(config_.shmSlots);
-  return shm < config_.tcpBufferBytes ? shm : config_.tcpBufferBytes;
+  size_t net = config_.netSlotBytes * size_t(config_.netSlots);
+  return std::min({shm, net, config_.tcpBufferBytes});
 }
 
 void Comm::addChannel(int peer, std::unique_ptr<Channel> ch) {

@@ -18,10 +18,11 @@ namespace strata {
 
 namespace {
 
-constexpr size_t kLinkHelloBytes = kHelloBytes + kSetupBlobBytes;
+constexpr size_t kBlobLengthBytes = 4;
+constexpr size_t kHelloHeadBytes = kHelloBytes + kBlobLengthBytes;
 constexpr int64_t kStrangerGraceMs = 10000;
 
-// A socket whose Hello + blob is still arriving.
+// A socket whose Hello + setup blob is still arriving.
 struct Waiting {
   Fd fd;
   int peer = -1;  // for outgoing links: whom we called; -1 for accepted ones
@@ -29,16 +30,26 @@ struct Waiting {
   SockAddr from;
   int64_t sinceMs = 0;
   size_t got = 0;
-  uint8_t buf[kLinkHelloBytes];
+  std::vector<uint8_t> buf = std::vector<uint8_t>(kHelloHeadBytes);
+  SetupBlob blob() const { return SetupBlob(buf.begin() + long(kHelloHeadBytes), buf.end()); }
 };
 
-// Reads more of the Hello; returns -1 on EOF/error, 1 when complete, 0 otherwise.
+// Reads more of the Hello; returns -1 on EOF/error or an oversized blob, 1
+// when complete, 0 otherwise.
 int readHello(Waiting& w) {
-  ssize_t r = ::recv(w.fd.get(), w.buf + w.got, kLinkHelloBytes - w.got, MSG_DONTWAIT);
-  if (r == 0) return -1;
-  if (r < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
-  w.got += size_t(r);
-  return w.got == kLinkHelloBytes ? 1 : 0;
+  for (;;) {
+    ssize_t r = ::recv(w.fd.get(), w.buf.data() + w.got, w.buf.size() - w.got, MSG_DONTWAIT);
+    if (r == 0) return -1;
+    if (r < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
+    w.got += size_t(r);
+    if (w.got == kHelloHeadBytes && w.buf.size() == kHelloHeadBytes) {
+      uint32_t len;
+      std::memcpy(&len, w.buf.data() + kHelloBytes, 4);
+      if (len > kMaxSetupBlobBytes) return -1;
+      w.buf.resize(kHelloHeadBytes + len);
+    }
+    if (w.got == w.buf.size()) return 1;
+  }
 }
 
 }  // namespace
@@ -48,8 +59,11 @@ struct Comm::Handshake {
   int64_t deadline;
   std::vector<Waiting> waiting;
 
-  void sendHello(int fd, int peer, uint32_t transportId, const uint8_t* blob) {
-    uint8_t msg[kLinkHelloBytes];
+  void sendHello(int fd, int peer, uint32_t transportId, const SetupBlob& blob) {
+    if (blob.size() > kMaxSetupBlobBytes)
+      fail(strataInternalError, "transport %s made a %zu-byte set-up message (at most %zu)",
+           transportAt(transportId).name(), blob.size(), kMaxSetupBlobBytes);
+    std::vector<uint8_t> msg(kHelloHeadBytes + blob.size());
     Hello h;
     h.kind = HelloKind::kData;
     h.secret = comm.secret_;
@@ -57,9 +71,11 @@ struct Comm::Handshake {
     h.fromRank = comm.rank_;
     h.toRank = peer;
     h.transportId = transportId;
-    encodeHello(h, msg);
-    std::memcpy(msg + kHelloBytes, blob, kSetupBlobBytes);
-    sendAll(fd, msg, sizeof(msg), deadline, "sending a link handshake");
+    encodeHello(h, msg.data());
+    uint32_t len = uint32_t(blob.size());
+    std::memcpy(msg.data() + kHelloBytes, &len, 4);
+    if (!blob.empty()) std::memcpy(msg.data() + kHelloHeadBytes, blob.data(), blob.size());
+    sendAll(fd, msg.data(), msg.size(), deadline, "sending a link handshake");
   }
 
   void call(int peer) {
@@ -70,15 +86,15 @@ struct Comm::Handshake {
     w.peer = peer;
     w.from = comm.ranks_[size_t(peer)].addr;
     w.sinceMs = nowMs();
-    uint8_t blob[kSetupBlobBytes];
-    w.link = transportAt(tid).begin(ctx, blob);
+    SetupBlob blob;
+    w.link = transportAt(tid).begin(ctx, &blob);
     sendHello(w.fd.get(), peer, tid, blob);
     waiting.push_back(std::move(w));
   }
 
   // Validates a complete Hello; on success returns the sender's rank.
   bool check(const Waiting& w, Hello* h, std::string* why) {
-    if (!decodeHello(w.buf, comm.secret_, h, why)) return false;
+    if (!decodeHello(w.buf.data(), comm.secret_, h, why)) return false;
     if (h->kind != HelloKind::kData || h->nranks != comm.nranks_ || h->toRank != comm.rank_ ||
         h->fromRank == comm.rank_) {
       *why = format("handshake for another communicator or rank (from %d to %d of %d)", h->fromRank,
@@ -89,10 +105,14 @@ struct Comm::Handshake {
       *why = format("expected rank %d to answer, got rank %d", w.peer, h->fromRank);
       return false;
     }
+    if (h->transportId >= transportCount()) {
+      *why = format("rank %d chose an unknown transport (id %u)", h->fromRank, h->transportId);
+      return false;
+    }
     uint32_t mine = chooseTransport(comm.linkContext(h->fromRank));
     if (h->transportId != mine) {
       *why = format("rank %d chose transport %s for this link but rank %d chose %s "
-                    "(do STRATA_TRANSPORT / STRATA_HOSTID differ between ranks?)",
+                    "(do STRATA_TRANSPORT / STRATA_NET / STRATA_HOSTID differ between ranks?)",
                     h->fromRank, transportAt(h->transportId).name(), comm.rank_,
                     transportAt(mine).name());
       return false;
@@ -116,15 +136,15 @@ struct Comm::Handshake {
       return;
     }
     if (w.peer < 0) {  // accepted: set up our side and answer
-      uint8_t blob[kSetupBlobBytes];
-      w.link = transportAt(h.transportId).begin(comm.linkContext(h.fromRank), blob);
-      auto ch = w.link->finish(std::move(w.fd), w.buf + kHelloBytes);
+      SetupBlob blob;
+      w.link = transportAt(h.transportId).begin(comm.linkContext(h.fromRank), &blob);
+      auto ch = w.link->finish(std::move(w.fd), w.blob());
       int fd = -1;
       ch->pollFds(&fd, 1);  // the first socket is the one the handshake runs on
       sendHello(fd, h.fromRank, h.transportId, blob);
       comm.addChannel(h.fromRank, std::move(ch));
     } else {
-      comm.addChannel(h.fromRank, w.link->finish(std::move(w.fd), w.buf + kHelloBytes));
+      comm.addChannel(h.fromRank, w.link->finish(std::move(w.fd), w.blob()));
     }
   }
 

@@ -85,6 +85,11 @@ Config readConfig() {
   c.timeoutMs = int(envInt("STRATA_TIMEOUT_MS", c.timeoutMs));
   c.algo = envString("STRATA_ALGO");
   c.transport = envString("STRATA_TRANSPORT");
+  c.net = envString("STRATA_NET");
+  c.ofiProvider = envString("STRATA_OFI_PROVIDER");
+  c.ofiRails = int(std::max<long long>(0, std::min<long long>(envInt("STRATA_OFI_RAILS", 0), 16)));
+  c.netSlotBytes = size_t(envInt("STRATA_NET_SLOT_BYTES", (long long)c.netSlotBytes));
+  c.netSlots = int(envInt("STRATA_NET_SLOTS", c.netSlots));
   c.hostId = envString("STRATA_HOSTID");
   c.socketIfname = envString("STRATA_SOCKET_IFNAME");
   c.commId = envString("STRATA_COMM_ID");
@@ -108,6 +113,8 @@ Config readConfig() {
   if (c.shmSlotBytes < 4096) c.shmSlotBytes = 4096;
   if (c.shmSlots < 2) c.shmSlots = 2;
   if (c.tcpBufferBytes < (1 << 16)) c.tcpBufferBytes = 1 << 16;
+  c.netSlotBytes = std::min<size_t>(std::max<size_t>(c.netSlotBytes, 4096), size_t(64) << 20);
+  c.netSlots = std::min(std::max(c.netSlots, 2), 4096);
   readLauncher(c);
   c.masterAddr = envString("MASTER_ADDR");
   c.masterPort = envString("MASTER_PORT");
@@ -120,14 +127,17 @@ std::string Config::describe() const {
       "STRATA_SOCKET_IFNAME=%s STRATA_COMM_ID=%s STRATA_TOPO_FILE=%s STRATA_INTRA_LINK=%s "
       "STRATA_INTER_LINK=%s STRATA_LINK_PROBE=%d STRATA_CHUNK_BYTES=%zu "
       "STRATA_SHM_SLOT_BYTES=%zu STRATA_SHM_SLOTS=%d STRATA_TCP_BUFFER_BYTES=%zu STRATA_TCP_SOCKETS=%d "
-      "STRATA_FUSION_THRESHOLD=%zu STRATA_FUSION_CYCLE_US=%d",
+      "STRATA_FUSION_THRESHOLD=%zu STRATA_FUSION_CYCLE_US=%d STRATA_NET=%s STRATA_OFI_PROVIDER=%s "
+      "STRATA_OFI_RAILS=%d STRATA_NET_SLOT_BYTES=%zu STRATA_NET_SLOTS=%d",
       timeoutMs, algo.empty() ? "auto" : algo.c_str(),
       transport.empty() ? "auto" : transport.c_str(), hostId.empty() ? "(detected)" : hostId.c_str(),
       socketIfname.empty() ? "(any)" : socketIfname.c_str(),
       commId.empty() ? "(unset)" : commId.c_str(), topoFile.empty() ? "(detect)" : topoFile.c_str(),
       intraLink.empty() ? "(default)" : intraLink.c_str(), interLink.empty() ? "(probe)" : interLink.c_str(),
       int(linkProbe), chunkBytes, shmSlotBytes, shmSlots,
-      tcpBufferBytes, tcpSockets, fusionThresholdBytes, fusionCycleUs);
+      tcpBufferBytes, tcpSockets, fusionThresholdBytes, fusionCycleUs,
+      net.empty() ? "auto" : net.c_str(), ofiProvider.empty() ? "(preference)" : ofiProvider.c_str(),
+      ofiRails, netSlotBytes, netSlots);
 }
 
 }  // namespace strata

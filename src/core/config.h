@@ -23,7 +23,12 @@ void reloadGlobalConfig();
 struct Config {
   int timeoutMs = 600000;          // STRATA_TIMEOUT_MS (the config struct wins when set)
   std::string algo;                // STRATA_ALGO: ring | recursive_doubling | tree | chain
-  std::string transport;           // STRATA_TRANSPORT: "" (auto) | tcp | shm
+  std::string transport;           // STRATA_TRANSPORT: "" (auto) | shm | tcp | ofi | ucx (every link)
+  std::string net;                 // STRATA_NET: "" (auto) | tcp | ofi | ucx (links between hosts)
+  std::string ofiProvider;         // STRATA_OFI_PROVIDER: libfabric provider (efa, verbs, tcp, shm, ...)
+  int ofiRails = 0;                // STRATA_OFI_RAILS: endpoints (NICs) per rank; 0: every efa/verbs NIC
+  size_t netSlotBytes = 262144;    // STRATA_NET_SLOT_BYTES: packet size of ofi / ucx links
+  int netSlots = 16;               // STRATA_NET_SLOTS: packets in flight per ofi / ucx link
   std::string hostId;              // STRATA_HOSTID: overrides hostname+boot id
   std::string socketIfname;        // STRATA_SOCKET_IFNAME: interface for data sockets
   std::string commId;              // STRATA_COMM_ID: host:port of the rendezvous root

@@ -1,7 +1,8 @@
 // Every collective x dtype x op x count (0, 1, 7, 1023; 1048579 for a
 // representative subset) x in-place / out-of-place, with unaligned buffers,
-// on world sizes 1, 2, 3, 4, 5, 8, over shm and over forced TCP, in real
-// processes through the public C API. Every rank regenerates all ranks'
+// on world sizes 1, 2, 3, 4, 5, 8, over shm and over forced TCP, and on 2, 3
+// and 4 ranks over libfabric (tcp and shm providers, one and two rails) and
+// UCX (tcp and shared memory), in real processes through the public C API. Every rank regenerates all ranks'
 // random inputs and checks its output against the float64 reference.
 #include <gtest/gtest.h>
 
@@ -22,6 +23,10 @@ struct Scenario {
   int nranks;
   const char* transport;
   int tcpSockets = 2;
+  // One more setting for the library underneath (FI_PROVIDER, UCX_TLS, ...).
+  const char* variable = nullptr;
+  const char* value = nullptr;
+  const char* label = nullptr;  // test-name suffix
 };
 
 class Collectives : public ::testing::TestWithParam<Scenario> {};
@@ -32,6 +37,7 @@ TEST_P(Collectives, EveryCollectiveDtypeOpCountAndPlacementMatchesReference) {
   spec.nranks = s.nranks;
   spec.env = {{"STRATA_TRANSPORT", s.transport}, {"STRATA_TIMEOUT_MS", "60000"},
               {"STRATA_TCP_SOCKETS", std::to_string(s.tcpSockets)}};
+  if (s.variable) spec.env[s.variable] = s.value;
   spec.deadlineSec = 400;
   auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
     std::vector<test::Case> cases = test::allCases();
@@ -54,12 +60,22 @@ INSTANTIATE_TEST_SUITE_P(WorldSizesAndTransports, Collectives,
                          ::testing::Values(Scenario{1, "shm"}, Scenario{2, "shm"}, Scenario{3, "shm"},
                                            Scenario{4, "shm"}, Scenario{5, "shm"}, Scenario{8, "shm"},
                                            Scenario{2, "tcp"}, Scenario{3, "tcp"}, Scenario{5, "tcp"},
-                                           Scenario{8, "tcp"}, Scenario{3, "tcp", 1}, Scenario{4, "tcp", 4}),
+                                           Scenario{8, "tcp"}, Scenario{3, "tcp", 1}, Scenario{4, "tcp", 4},
+                                           Scenario{2, "ofi", 2, "FI_PROVIDER", "tcp", "tcp"},
+                                           Scenario{3, "ofi", 2, "FI_PROVIDER", "tcp", "tcp"},
+                                           Scenario{4, "ofi", 2, "FI_PROVIDER", "tcp", "tcp"},
+                                           Scenario{3, "ofi", 2, "STRATA_OFI_RAILS", "2", "tcp_2rails"},
+                                           Scenario{3, "ofi", 2, "FI_PROVIDER", "shm", "shm"},
+                                           Scenario{2, "ucx", 2, "UCX_TLS", "tcp", "tcp"},
+                                           Scenario{3, "ucx", 2, "UCX_TLS", "tcp", "tcp"},
+                                           Scenario{4, "ucx", 2, "UCX_TLS", "tcp", "tcp"},
+                                           Scenario{3, "ucx", 2, "UCX_TLS", "sm,self", "sm"}),
                          [](const auto& info) {
                            std::string name = std::string(info.param.transport) + "_" +
                                               std::to_string(info.param.nranks) + "ranks";
                            if (std::string(info.param.transport) == "tcp")
                              name += "_" + std::to_string(info.param.tcpSockets) + "sockets";
+                           if (info.param.label) name += std::string("_") + info.param.label;
                            return name;
                          });
 

@@ -122,6 +122,8 @@ TEST(BadInput, InitRejectsBadArgumentsAndCallsOnDeadHandlesAreRefused) {
 struct KillCase {
   int nranks;
   const char* transport;
+  const char* variable = nullptr;  // a setting for the library underneath
+  const char* value = nullptr;
 };
 
 class KilledRank : public ::testing::TestWithParam<KillCase> {};
@@ -131,6 +133,7 @@ TEST_P(KilledRank, EverySurvivorReturnsAnErrorPromptly) {
   test::RankSpec spec;
   spec.nranks = kc.nranks;
   spec.env = {{"STRATA_TRANSPORT", kc.transport}, {"STRATA_TIMEOUT_MS", "60000"}};
+  if (kc.variable) spec.env[kc.variable] = kc.value;
   spec.deadlineSec = 90;
   const int victim = kc.nranks - 1;
   auto outcomes = test::runRanks(spec, [victim](int rank, int, strataComm_t comm, const strataUniqueId&) {
@@ -169,9 +172,17 @@ TEST_P(KilledRank, EverySurvivorReturnsAnErrorPromptly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, KilledRank,
-                         ::testing::Values(KillCase{3, "shm"}, KillCase{4, "tcp"}, KillCase{5, "shm"}),
+                         ::testing::Values(KillCase{3, "shm"}, KillCase{4, "tcp"}, KillCase{5, "shm"},
+                                           KillCase{3, "ofi", "FI_PROVIDER", "tcp"},
+                                           KillCase{3, "ofi", "FI_PROVIDER", "shm"},
+                                           KillCase{3, "ucx", "UCX_TLS", "tcp"},
+                                           KillCase{3, "ucx", "UCX_TLS", "posix,self"}),
                          [](const auto& info) {
-                           return std::string(info.param.transport) + "_" + std::to_string(info.param.nranks);
+                           std::string name = std::string(info.param.transport) + "_" + std::to_string(info.param.nranks);
+                           if (info.param.value) name += std::string("_") + info.param.value;
+                           for (char& c : name)
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return name;
                          });
 
 TEST(SilentRank, OthersTimeOutAfterTheConfiguredTimeout) {

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "transports/liveness.h"
+#include "transports/net/transport_choice.h"
 #include "transports/shm/shm_ring.h"
 
 namespace strata {
@@ -141,15 +142,17 @@ class ShmPendingLink : public PendingLink {
     if (inbox_) shm_unlink(name_.c_str());
   }
 
-  std::unique_ptr<Channel> finish(Fd socket, const uint8_t peerBlob[kSetupBlobBytes]) override {
-    char peerName[kSetupBlobBytes + 1] = {0};
-    std::memcpy(peerName, peerBlob, kSetupBlobBytes);
+  std::unique_ptr<Channel> finish(Fd socket, const SetupBlob& peerBlob) override {
+    std::string peerName(peerBlob.begin(), peerBlob.end());
+    if (peerName.empty() || peerName[0] != '/' || peerName.find('\0') != std::string::npos ||
+        peerName.find('/', 1) != std::string::npos || peerName.size() > 255)
+      fail(strataRemoteError, "rank %d sent an invalid shared-memory name", peer_);
     auto outbox = std::make_unique<ShmSegment>();
-    outbox->open(peerName);
+    outbox->open(peerName.c_str());
     // Both sides have mapped (the peer mapped ours before replying, or we
     // reply right after this): the names are no longer needed. Unlinking
     // twice is harmless; a crash leaks at most the names of links in setup.
-    shm_unlink(peerName);
+    shm_unlink(peerName.c_str());
     setNonBlocking(socket.get());
     auto ch = std::make_unique<ShmChannel>(std::move(inbox_), std::move(outbox), std::move(socket), peer_);
     return ch;
@@ -164,24 +167,19 @@ class ShmPendingLink : public PendingLink {
 }  // namespace
 
 bool ShmTransport::usable(const LinkContext& ctx) const {
-  const std::string& forced = ctx.config->transport;
-  if (!forced.empty() && forced != "shm") return false;
-  return ctx.local.hostHash == ctx.remote.hostHash;
+  return linkTransportFor(ctx) == LinkTransport::kShm;
 }
 
-std::unique_ptr<PendingLink> ShmTransport::begin(const LinkContext& ctx,
-                                                 uint8_t blob[kSetupBlobBytes]) const {
+std::unique_ptr<PendingLink> ShmTransport::begin(const LinkContext& ctx, SetupBlob* blob) const {
   static std::atomic<uint32_t> counter{0};
   std::string name = format("/strata-%d-%llx-%d-%d-%u", int(getpid()),
                             (unsigned long long)(ctx.commTag & 0xffffffffffull), ctx.rank,
                             ctx.peer, counter.fetch_add(1));
-  if (name.size() >= kSetupBlobBytes) name.resize(kSetupBlobBytes - 1);
   size_t slotBytes = (ctx.config->shmSlotBytes + 63) & ~size_t(63);
   int slots = ctx.config->shmSlots > kMaxShmSlots ? kMaxShmSlots : ctx.config->shmSlots;
   auto inbox = std::make_unique<ShmSegment>();
   inbox->create(name.c_str(), slotBytes, slots);
-  std::memset(blob, 0, kSetupBlobBytes);
-  std::memcpy(blob, name.data(), name.size());
+  blob->assign(name.begin(), name.end());
   return std::make_unique<ShmPendingLink>(std::move(inbox), name, ctx.peer);
 }
 

@@ -15,7 +15,7 @@ class ShmTransport : public Transport {
  public:
   const char* name() const override { return "shm"; }
   bool usable(const LinkContext& ctx) const override;
-  std::unique_ptr<PendingLink> begin(const LinkContext& ctx, uint8_t blob[kSetupBlobBytes]) const override;
+  std::unique_ptr<PendingLink> begin(const LinkContext& ctx, SetupBlob* blob) const override;
 };
 
 }  // namespace strata

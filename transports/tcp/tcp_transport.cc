@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "transports/net/transport_choice.h"
 #include "transports/tcp/tcp_channel.h"
 
 namespace strata {
@@ -19,17 +20,21 @@ struct ExtraSockets {
   uint16_t count = 0;  // extra sockets beyond the handshake socket
   uint64_t token = 0;
 };
-void encodeExtra(const ExtraSockets& e, uint8_t blob[kSetupBlobBytes]) {
-  std::memset(blob, 0, kSetupBlobBytes);
-  std::memcpy(blob, &e.port, 2);
-  std::memcpy(blob + 2, &e.count, 2);
-  std::memcpy(blob + 8, &e.token, 8);
+constexpr size_t kExtraBlobBytes = 16;
+void encodeExtra(const ExtraSockets& e, SetupBlob* blob) {
+  blob->assign(kExtraBlobBytes, 0);
+  std::memcpy(blob->data(), &e.port, 2);
+  std::memcpy(blob->data() + 2, &e.count, 2);
+  std::memcpy(blob->data() + 8, &e.token, 8);
 }
-ExtraSockets decodeExtra(const uint8_t blob[kSetupBlobBytes]) {
+ExtraSockets decodeExtra(const SetupBlob& blob, int peer) {
+  if (blob.size() != kExtraBlobBytes)
+    fail(strataRemoteError, "rank %d sent a TCP set-up message of %zu bytes, expected %zu", peer,
+         blob.size(), kExtraBlobBytes);
   ExtraSockets e;
-  std::memcpy(&e.port, blob, 2);
-  std::memcpy(&e.count, blob + 2, 2);
-  std::memcpy(&e.token, blob + 8, 8);
+  std::memcpy(&e.port, blob.data(), 2);
+  std::memcpy(&e.count, blob.data() + 2, 2);
+  std::memcpy(&e.token, blob.data() + 8, 8);
   return e;
 }
 
@@ -42,7 +47,7 @@ class CallerLink : public PendingLink {
   CallerLink(int peer, size_t bufferBytes, Fd listener, ExtraSockets extra)
       : peer_(peer), bufferBytes_(bufferBytes), listener_(std::move(listener)), extra_(extra) {}
 
-  std::unique_ptr<Channel> finish(Fd socket, const uint8_t*) override {
+  std::unique_ptr<Channel> finish(Fd socket, const SetupBlob&) override {
     std::vector<Fd> sockets;
     sockets.push_back(std::move(socket));
     std::vector<Fd> extra(extra_.count);
@@ -89,8 +94,8 @@ class AnswerLink : public PendingLink {
  public:
   AnswerLink(int peer, size_t bufferBytes) : peer_(peer), bufferBytes_(bufferBytes) {}
 
-  std::unique_ptr<Channel> finish(Fd socket, const uint8_t* peerBlob) override {
-    ExtraSockets extra = decodeExtra(peerBlob);
+  std::unique_ptr<Channel> finish(Fd socket, const SetupBlob& peerBlob) override {
+    ExtraSockets extra = decodeExtra(peerBlob, peer_);
     if (extra.count > 64) fail(strataRemoteError, "rank %d asked for %u TCP sockets", peer_, unsigned(extra.count));
     SockAddr side = peerAddr(socket.get());
     side.port = extra.port;
@@ -115,13 +120,11 @@ class AnswerLink : public PendingLink {
 }  // namespace
 
 bool TcpTransport::usable(const LinkContext& ctx) const {
-  return ctx.config->transport.empty() || ctx.config->transport == "tcp" ||
-         ctx.local.hostHash != ctx.remote.hostHash;
+  return linkTransportFor(ctx) == LinkTransport::kTcp;
 }
 
-std::unique_ptr<PendingLink> TcpTransport::begin(const LinkContext& ctx,
-                                                 uint8_t blob[kSetupBlobBytes]) const {
-  std::memset(blob, 0, kSetupBlobBytes);
+std::unique_ptr<PendingLink> TcpTransport::begin(const LinkContext& ctx, SetupBlob* blob) const {
+  blob->clear();
   if (!ctx.initiator) return std::make_unique<AnswerLink>(ctx.peer, ctx.config->tcpBufferBytes);
   ExtraSockets extra;
   extra.count = uint16_t(ctx.config->tcpSockets - 1);

@@ -13,7 +13,7 @@ class TcpTransport : public Transport {
  public:
   const char* name() const override { return "tcp"; }
   bool usable(const LinkContext& ctx) const override;
-  std::unique_ptr<PendingLink> begin(const LinkContext& ctx, uint8_t blob[kSetupBlobBytes]) const override;
+  std::unique_ptr<PendingLink> begin(const LinkContext& ctx, SetupBlob* blob) const override;
 };
 
 }  // namespace strata

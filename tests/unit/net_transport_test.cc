@@ -1,0 +1,146 @@
+// The network-transport plumbing that runs without a peer: which transport
+// serves a link (STRATA_TRANSPORT / STRATA_NET), configuration errors, the
+// tag layout, libfabric's registration cache on a real domain, and set-up
+// messages from a peer that are garbage (rejected with a sentence).
+#include <gtest/gtest.h>
+
+#include <rdma/fi_domain.h>
+
+#include <cstring>
+#include <vector>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "transports/net/tagged_endpoint.h"
+#include "transports/net/transport_choice.h"
+#include "transports/ofi/mr_cache.h"
+#include "transports/ofi/ofi_api.h"
+#include "transports/ofi/ofi_transport.h"
+#include "transports/ucx/ucx_transport.h"
+
+namespace strata {
+namespace {
+
+LinkContext contextFor(const Config& c, bool sameHost) {
+  LinkContext ctx;
+  ctx.rank = 0;
+  ctx.peer = 1;
+  ctx.nranks = 2;
+  ctx.local.hostHash = 1;
+  ctx.remote.hostHash = sameHost ? 1 : 2;
+  ctx.config = &c;
+  return ctx;
+}
+
+TEST(TransportChoice, ForcedTransportServesEveryLinkElseShmInsideAndTheNetworkBetween) {
+  struct Row {
+    const char* transport;
+    const char* net;
+    bool sameHost;
+    LinkTransport want;
+  } rows[] = {
+      {"", "", true, LinkTransport::kShm},        {"", "tcp", false, LinkTransport::kTcp},
+      {"", "ofi", false, LinkTransport::kOfi},    {"", "ucx", false, LinkTransport::kUcx},
+      {"", "ofi", true, LinkTransport::kShm},     {"tcp", "ofi", true, LinkTransport::kTcp},
+      {"ofi", "", true, LinkTransport::kOfi},     {"ucx", "tcp", false, LinkTransport::kUcx},
+      {"shm", "", false, LinkTransport::kTcp},    {"shm", "", true, LinkTransport::kShm},
+  };
+  for (const Row& r : rows) {
+    Config c;
+    c.transport = r.transport;
+    c.net = r.net;
+    EXPECT_EQ(int(linkTransportFor(contextFor(c, r.sameHost))), int(r.want))
+        << "STRATA_TRANSPORT=" << r.transport << " STRATA_NET=" << r.net << " same host " << r.sameHost;
+  }
+  Config c;  // no efa provider on this machine: the default network is strata's TCP
+  if (!ofiHasEfa()) EXPECT_EQ(networkTransportName(c), "tcp");
+}
+
+TEST(TransportChoice, UnknownNamesAreRefusedWithASentence) {
+  Config c;
+  c.net = "infiniband";
+  try {
+    checkTransportConfig(c);
+    FAIL() << "accepted STRATA_NET=infiniband";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), strataInvalidUsage);
+    EXPECT_NE(std::string(e.what()).find("STRATA_NET=infiniband"), std::string::npos) << e.what();
+  }
+  c.net = "";
+  c.transport = "nvlink";
+  EXPECT_THROW(checkTransportConfig(c), Error);
+  c.transport = "ofi";
+  EXPECT_NO_THROW(checkTransportConfig(c)) << "libfabric should be usable here (scripts/setup.sh installs it)";
+  c.transport = "ucx";
+  EXPECT_NO_THROW(checkTransportConfig(c)) << "UCX should be usable here (scripts/setup.sh installs it)";
+}
+
+TEST(TaggedEndpoint, TagsCarryKindSenderAndSequence) {
+  uint64_t t = makeTag(kTagData, 12345, 0x1'0000'0007ull);
+  EXPECT_EQ(t >> 62, 1u);
+  EXPECT_EQ((t >> 32) & 0x3fffffffu, 12345u);
+  EXPECT_EQ(t & 0xffffffffu, 7u);  // sequence numbers wrap at 2^32
+  EXPECT_NE(makeTag(kTagCredit, 1, 0), makeTag(kTagData, 1, 0));
+  EXPECT_NE(makeTag(kTagData, 1, 5), makeTag(kTagData, 2, 5));
+}
+
+TEST(OfiMrCache, BuffersInsideARegisteredRegionReuseItsRegistration) {
+  const OfiApi* api = ofiApi(nullptr);
+  ASSERT_NE(api, nullptr);
+  fi_info* hints = api->dupinfo(nullptr);
+  hints->caps = FI_TAGGED;
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->fabric_attr->prov_name = strdup("tcp");
+  fi_info* info = nullptr;
+  ASSERT_EQ(api->getinfo(kOfiApiVersion, nullptr, nullptr, 0, hints, &info), 0);
+  api->freeinfo(hints);
+  fid_fabric* fabric = nullptr;
+  fid_domain* domain = nullptr;
+  ASSERT_EQ(api->fabric(info->fabric_attr, &fabric, nullptr), 0);
+  ASSERT_EQ(fi_domain(fabric, info, &domain, nullptr), 0);
+  std::vector<uint8_t> a(1 << 20), b(4096);
+  {
+    MrCache cache(domain, "tcp");
+    void* whole = cache.descriptor(a.data(), a.size());
+    void* inside = cache.descriptor(a.data() + 4096, 65536);
+    EXPECT_EQ(whole, inside);
+    EXPECT_EQ(cache.registrations(), 1u);
+    EXPECT_EQ(cache.hits(), 1u);
+    cache.descriptor(b.data(), b.size());
+    cache.descriptor(a.data() + a.size() - 16, 32);  // runs past the region: a new one
+    EXPECT_EQ(cache.registrations(), 3u);
+  }
+  fi_close(&domain->fid);
+  fi_close(&fabric->fid);
+  api->freeinfo(info);
+}
+
+// A peer's set-up message is checked before anything uses it.
+void expectGarbageRefused(const Transport& t, const char* provider, const char* var) {
+  setenv(var, provider, 1);
+  Config c;
+  c.transport = t.name();
+  LinkContext ctx = contextFor(c, true);
+  ctx.commTag = 0x5eed;
+  SetupBlob mine;
+  auto pending = t.begin(ctx, &mine);
+  EXPECT_GT(mine.size(), 16u);
+  for (SetupBlob bad : {SetupBlob{}, SetupBlob(7, 0xff), SetupBlob(mine.begin(), mine.begin() + 16)}) {
+    try {
+      pending->finish(Fd(), bad);
+      ADD_FAILURE() << t.name() << " accepted a " << bad.size() << "-byte set-up message";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), strataRemoteError);
+      EXPECT_NE(std::string(e.what()).find("rank 1"), std::string::npos) << e.what();
+    }
+  }
+  unsetenv(var);
+}
+
+TEST(TaggedLinks, GarbageSetupMessagesAreRefused) {
+  expectGarbageRefused(OfiTransport(), "tcp", "FI_PROVIDER");
+  expectGarbageRefused(UcxTransport(), "tcp", "UCX_TLS");
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,28 @@
+// A Channel over a TaggedEndpoint (libfabric or UCX): what the ofi and ucx
+// transports share.
+//
+// Each side keeps a ring of receive slots posted, one tagged receive per
+// expected packet sequence number, and a ring of send slots that reductions
+// write into (acquireSend) and that are sent as one tagged message each
+// (commitSend). Credits keep every send matched to a posted receive: the
+// sender may have at most the receiver's slot count of packets beyond what
+// the receiver has consumed, and the receiver reports its consumption in a
+// small credit message every half window. So the library never buffers an
+// unexpected message, the receive side is bounded, and a link buffers exactly
+// one window, which is what the executor's deadlock rule (link capacity)
+// assumes. Packets go round-robin over the endpoint's rails (NICs).
+#pragma once
+
+#include <memory>
+
+#include "transports/net/tagged_endpoint.h"
+#include "transports/transport.h"
+
+namespace strata {
+
+// Starts a link over `endpoint`: fills this side's set-up blob (receive
+// window + address); the PendingLink finishes it with the peer's.
+std::unique_ptr<PendingLink> beginTaggedLink(std::shared_ptr<TaggedEndpoint> endpoint,
+                                             const LinkContext& ctx, SetupBlob* blob);
+
+}  // namespace strata

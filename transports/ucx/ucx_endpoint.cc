@@ -1,0 +1,199 @@
+#include "transports/ucx/ucx_endpoint.h"
+
+#include <cstdlib>
+
+#include "bootstrap/socket.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "transports/ucx/ucx_api.h"
+
+namespace strata {
+
+namespace {
+
+const UcxApi& api() { return *ucxApi(nullptr); }
+
+void check(ucs_status_t s, const char* what) {
+  if (s != UCS_OK) fail(strataSystemError, "UCX: %s failed: %s", what, api().statusString(s));
+}
+
+void onSend(void* request, ucs_status_t status, void* user) {
+  auto* op = static_cast<TaggedOp*>(user);
+  auto* ep = static_cast<UcxEndpoint*>(op->endpoint);
+  ep->collect({op, request, 0, status});
+}
+
+void onRecv(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user) {
+  auto* op = static_cast<TaggedOp*>(user);
+  auto* ep = static_cast<UcxEndpoint*>(op->endpoint);
+  ep->collect({op, request, status == UCS_OK ? info->length : 0, status});
+}
+
+void onPeerError(void* arg, ucp_ep_h ep, ucs_status_t status) {
+  static_cast<UcxEndpoint*>(arg)->peerFailed(ep, status);
+}
+
+}  // namespace
+
+UcxEndpoint::UcxEndpoint(int expectedPeers) {
+  try {
+    ucp_config_t* config = nullptr;
+    check(api().configRead(nullptr, nullptr, &config), "reading the UCX configuration");
+    ucp_params_t params{};
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
+    params.features = UCP_FEATURE_TAG;
+    params.estimated_num_eps = size_t(expectedPeers);
+    ucs_status_t s = api().initVersion(UCP_API_MAJOR, UCP_API_MINOR, &params, config, &context_);
+    api().configRelease(config);
+    check(s, "ucp_init");
+    ucp_worker_params_t wp{};
+    wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+    check(api().workerCreate(context_, &wp, &worker_), "ucp_worker_create");
+    ucp_address_t* addr = nullptr;
+    size_t len = 0;
+    check(api().workerGetAddress(worker_, &addr, &len), "ucp_worker_get_address");
+    auto* bytes = reinterpret_cast<const uint8_t*>(addr);
+    address_.assign(bytes, bytes + len);
+    api().workerReleaseAddress(worker_, addr);
+  } catch (...) {
+    closeAll();
+    throw;
+  }
+}
+
+UcxEndpoint::~UcxEndpoint() {
+  closeAll();
+  releaseLinks();
+}
+
+void UcxEndpoint::closeAll() noexcept {
+  if (worker_) {
+    // Cancel what is posted and let the callbacks run, so UCX no longer
+    // writes into the links' memory, then close the endpoints.
+    for (TaggedOp* op : inFlight_)
+      if (op->request) api().requestCancel(worker_, op->request);
+    int64_t deadline = nowMs() + 1000;
+    while (!inFlight_.empty() && nowMs() < deadline) {
+      api().workerProgress(worker_);
+      dispatch(true);
+    }
+    for (ucp_ep_h ep : peers_) {
+      ucp_request_param_t p{};
+      p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      ucs_status_ptr_t r = api().epCloseNbx(ep, &p);
+      if (r && !UCS_PTR_IS_ERR(r)) {
+        while (api().requestCheckStatus(r) == UCS_INPROGRESS && nowMs() < deadline)
+          api().workerProgress(worker_);
+        api().requestFree(r);
+      }
+    }
+    peers_.clear();
+    api().workerDestroy(worker_);
+    worker_ = nullptr;
+  }
+  if (context_) api().cleanup(context_);
+  context_ = nullptr;
+}
+
+uint64_t UcxEndpoint::addPeer(const std::vector<uint8_t>& address, int peerRank) {
+  if (address.empty())
+    fail(strataRemoteError, "rank %d sent an empty UCX worker address", peerRank);
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                 UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  p.address = reinterpret_cast<const ucp_address_t*>(address.data());
+  p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  p.err_handler.cb = onPeerError;
+  p.err_handler.arg = this;
+  ucp_ep_h ep = nullptr;
+  ucs_status_t s = api().epCreate(worker_, &p, &ep);
+  if (s != UCS_OK) {
+    // Some transports cannot report peer failures; the liveness socket does.
+    STRATA_INFO("UCX cannot report failures of rank %d (%s); connecting without",
+                peerRank, api().statusString(s));
+    p.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    p.field_mask &= ~uint64_t(UCP_EP_PARAM_FIELD_ERR_HANDLER);
+    s = api().epCreate(worker_, &p, &ep);
+  }
+  if (s != UCS_OK)
+    fail(strataSystemError, "UCX could not connect to rank %d: %s", peerRank,
+         api().statusString(s));
+  peers_.push_back(ep);
+  peerRanks_.push_back(peerRank);
+  return peers_.size() - 1;
+}
+
+bool UcxEndpoint::postSend(uint64_t peer, int, const void* buf, size_t len, void*, uint64_t tag,
+                           TaggedOp* op) {
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.send = onSend;
+  p.user_data = op;
+  op->endpoint = this;
+  ucs_status_ptr_t r = api().tagSendNbx(peers_[peer], buf, len, tag, &p);
+  if (r == nullptr) {  // done at once
+    completeTaggedOp(op, len, false, {});
+  } else if (UCS_PTR_IS_ERR(r)) {
+    completeTaggedOp(op, 0, false, api().statusString(UCS_PTR_STATUS(r)));
+  } else {
+    op->request = r;
+    inFlight_.insert(op);
+  }
+  return true;
+}
+
+bool UcxEndpoint::postRecv(uint64_t, int, void* buf, size_t len, void*, uint64_t tag,
+                           uint64_t ignoreBits, TaggedOp* op) {
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.recv = onRecv;
+  p.user_data = op;
+  op->endpoint = this;
+  ucs_status_ptr_t r = api().tagRecvNbx(worker_, buf, len, tag, ~ignoreBits, &p);
+  if (UCS_PTR_IS_ERR(r)) {
+    completeTaggedOp(op, 0, false, api().statusString(UCS_PTR_STATUS(r)));
+  } else {
+    op->request = r;
+    inFlight_.insert(op);
+  }
+  return true;
+}
+
+bool UcxEndpoint::progress() {
+  unsigned n = 0;
+  while (unsigned k = api().workerProgress(worker_)) n += k;
+  bool any = !done_.empty();
+  dispatch(false);
+  return any || n > 0;
+}
+
+void UcxEndpoint::dispatch(bool shuttingDown) {
+  // Completing an op may post new ones (and their callbacks may run in a
+  // later progress), so take the list first.
+  std::vector<Done> done;
+  done.swap(done_);
+  for (const Done& d : done) {
+    inFlight_.erase(d.op);
+    d.op->request = nullptr;
+    api().requestFree(d.request);
+    bool cancelled = shuttingDown || d.status == UCS_ERR_CANCELED;
+    completeTaggedOp(d.op, d.bytes, cancelled,
+                     d.status == UCS_OK ? std::string() : api().statusString(d.status));
+  }
+}
+
+void UcxEndpoint::peerFailed(ucp_ep_h ep, ucs_status_t status) {
+  for (size_t i = 0; i < peers_.size(); ++i)
+    if (peers_[i] == ep)
+      STRATA_INFO("UCX reports the connection to rank %d failed: %s", peerRanks_[i],
+                  api().statusString(status));
+}
+
+std::string UcxEndpoint::describe() const {
+  return format("UCX %s, worker address %zu bytes (UCX_TLS=%s)", api().versionString(),
+                address_.size(), getenv("UCX_TLS") ? getenv("UCX_TLS") : "(all)");
+}
+
+}  // namespace strata
