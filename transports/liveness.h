@@ -6,6 +6,7 @@
 
 #include "bootstrap/socket.h"
 #include "strata/strata.h"
+#include "transports/transport.h"
 
 namespace strata {
 
@@ -28,6 +29,25 @@ class LivenessSocket {
   std::string inbox_;  // partial frame bytes
   strataResult_t abortCode_ = strataSuccess;
   std::string abortMessage_;
+};
+
+// A Channel whose data flows elsewhere (shm, ofi, ucx) and whose only socket
+// is the liveness line: polling, ABORT frames and EOF go through `live_`.
+class LivenessChannel : public Channel {
+ public:
+  LivenessChannel(Fd socket, int peer) : live_(std::move(socket), peer) {}
+  size_t pollFds(int* out, size_t max) const override {
+    if (max == 0) return 0;
+    out[0] = live_.fd();
+    return 1;
+  }
+  void onReadable() override { live_.onReadable(); }
+  void sendAbort(strataResult_t code, const std::string& message) noexcept override {
+    live_.sendAbort(code, message);
+  }
+
+ protected:
+  LivenessSocket live_;
 };
 
 }  // namespace strata

@@ -146,8 +146,6 @@ class TaggedLinkState {
     }
   }
 
-  bool failed() const { return !errorMessage_.empty(); }
-  const std::string& error() const { return errorMessage_; }
   void throwIfFailed() const {
     if (!errorMessage_.empty()) fail(strataRemoteError, "%s", errorMessage_.c_str());
   }
@@ -254,10 +252,10 @@ void completeTaggedOp(TaggedOp* op, size_t bytes, bool cancelled, const std::str
 
 namespace {
 
-class TaggedChannel : public Channel {
+class TaggedChannel : public LivenessChannel {
  public:
   TaggedChannel(std::shared_ptr<TaggedEndpoint> ep, TaggedLinkState* link, Fd socket, int peer)
-      : ep_(std::move(ep)), link_(link), live_(std::move(socket), peer) {}
+      : LivenessChannel(std::move(socket), peer), ep_(std::move(ep)), link_(link) {}
 
   const char* transportName() const override { return ep_->transportName(); }
 
@@ -279,20 +277,10 @@ class TaggedChannel : public Channel {
   void consumeRecv(size_t n) override { link_->consumeRecv(n); }
   bool progress() override { return link_->progress(); }
   bool sendPending() const override { return link_->sendPending(); }
-  size_t pollFds(int* out, size_t max) const override {
-    if (max == 0) return 0;
-    out[0] = live_.fd();
-    return 1;
-  }
-  void onReadable() override { live_.onReadable(); }
-  void sendAbort(strataResult_t code, const std::string& message) noexcept override {
-    live_.sendAbort(code, message);
-  }
 
  private:
   std::shared_ptr<TaggedEndpoint> ep_;
   TaggedLinkState* link_;
-  LivenessSocket live_;
 };
 
 struct TaggedSetup {

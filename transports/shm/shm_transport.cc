@@ -69,11 +69,11 @@ void ShmSegment::open(const char* name) {
 
 namespace {
 
-class ShmChannel : public Channel {
+class ShmChannel : public LivenessChannel {
  public:
   ShmChannel(std::unique_ptr<ShmSegment> inbox, std::unique_ptr<ShmSegment> outbox, Fd socket,
              int peer)
-      : inbox_(std::move(inbox)), outbox_(std::move(outbox)), live_(std::move(socket), peer) {}
+      : LivenessChannel(std::move(socket), peer), inbox_(std::move(inbox)), outbox_(std::move(outbox)) {}
 
   const char* transportName() const override { return "shm"; }
 
@@ -116,19 +116,9 @@ class ShmChannel : public Channel {
   }
 
   bool progress() override { return false; }
-  size_t pollFds(int* out, size_t max) const override {
-    if (max == 0) return 0;
-    out[0] = live_.fd();
-    return 1;
-  }
-  void onReadable() override { live_.onReadable(); }
-  void sendAbort(strataResult_t code, const std::string& message) noexcept override {
-    live_.sendAbort(code, message);
-  }
 
  private:
   std::unique_ptr<ShmSegment> inbox_, outbox_;
-  LivenessSocket live_;
   uint64_t produced_ = 0;  // packets written to the peer's inbox
   uint64_t consumed_ = 0;  // packets consumed from our inbox
   size_t offset_ = 0;      // bytes consumed of the current packet
