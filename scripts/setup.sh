@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what strata needs on a Debian machine, idempotently: only missing
 # packages are installed, so a second run takes a second.
-# Usage: scripts/setup.sh [test|bench]   (bench adds Open MPI's headers and iperf3)
+# Usage: scripts/setup.sh [test|bench]   (bench adds iperf3)
 set -euo pipefail
 # openmpi-bin + libopenmpi-dev: strataCommInitMPI and the PyTorch backend are tested under mpirun.
 # libfabric-dev, libucx-dev: the headers of the ofi and ucx transports (the libraries load at run time).
+# clang + libclang-rt-14-dev: the sanitizer and libFuzzer builds of scripts/sanitize.sh.
 want=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev iproute2 libhwloc-dev
-      nlohmann-json3-dev openmpi-bin libopenmpi-dev libfabric-dev libucx-dev)
+      nlohmann-json3-dev openmpi-bin libopenmpi-dev libfabric-dev libucx-dev clang libclang-rt-14-dev)
 if [ "${1:-test}" = bench ]; then
   want+=(libopenmpi-dev iperf3)
 fi

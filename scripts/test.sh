@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds, runs every
 # test (unit, multi-process, multi-host in network namespaces) with ctest,
-# then the PyTorch backend's tests (pytest) in the project's .venv.
+# the sanitizer and fuzz jobs (scripts/sanitize.sh), then the PyTorch
+# backend's tests (pytest) in the project's .venv. The soak test is separate
+# (ctest --test-dir build -L soak).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
 scripts/build.sh
-ctest --test-dir build --output-on-failure --timeout 900 "$@"
+ctest --test-dir build --output-on-failure --timeout 900 -LE soak "$@"
+# Sanitizers (ASan + UBSan, TSan) and fuzzing: scripts/sanitize.sh.
+if [ "${STRATA_SKIP_SANITIZERS:-0}" != 1 ]; then
+  scripts/sanitize.sh
+fi
 if [ "${STRATA_SKIP_TORCH_TESTS:-0}" != 1 ]; then
   python=$(scripts/torch_plugin.sh)
   "$python" -m pytest -q plugins/torch/tests

@@ -41,6 +41,26 @@ std::string encodeAbortFrame(strataResult_t code, const std::string& message) {
   return frame;
 }
 
+int64_t decodeSetupBlobLength(const uint8_t in[kBlobLengthBytes]) {
+  uint32_t len;
+  std::memcpy(&len, in, 4);
+  return len > kMaxSetupBlobBytes ? -1 : int64_t(len);
+}
+
+std::string encodeArrivedFrame(uint64_t seq, uint8_t coll) {
+  std::string frame(kFrameHeaderBytes + kArrivedBytes, '\0');
+  encodeFrameHeader(FrameType::kArrived, kArrivedBytes, reinterpret_cast<uint8_t*>(frame.data()));
+  std::memcpy(&frame[kFrameHeaderBytes], &seq, 8);
+  frame[kFrameHeaderBytes + 8] = char(coll);
+  return frame;
+}
+
+bool decodeArrivedPayload(const uint8_t* p, size_t n, uint64_t* seq) {
+  if (n != kArrivedBytes) return false;
+  std::memcpy(seq, p, 8);
+  return true;
+}
+
 bool decodeAbortPayload(const uint8_t* p, size_t n, strataResult_t* code, std::string* message) {
   if (n < 4 || n > kMaxAbortBytes) return false;
   uint32_t c;

@@ -28,6 +28,14 @@ void LivenessSocket::onReadable() {
     uint32_t type, len;
     std::memcpy(&type, inbox_.data(), 4);
     std::memcpy(&len, inbox_.data() + 4, 4);
+    if (type == uint32_t(FrameType::kArrived) && len == kArrivedBytes) {
+      if (inbox_.size() < kFrameHeaderBytes + len) break;
+      uint64_t seq = 0;
+      decodeArrivedPayload(reinterpret_cast<const uint8_t*>(inbox_.data()) + kFrameHeaderBytes, len, &seq);
+      if (seq > announcedSeq_) announcedSeq_ = seq;
+      inbox_.erase(0, kFrameHeaderBytes + len);
+      continue;
+    }
     if (type != uint32_t(FrameType::kAbort) || len > kMaxAbortBytes) {
       closed_ = true;
       abortCode_ = strataRemoteError;
@@ -59,6 +67,11 @@ void LivenessSocket::throwIfGone() const {
   if (closed_)
     fail(strataRemoteError, "rank %d closed its connection (the process exited or was killed)",
          peer_);
+}
+
+void LivenessSocket::announce(const std::string& frame) noexcept {
+  if (!fd_ || closed_) return;
+  (void)::send(fd_.get(), frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 void LivenessSocket::sendAbort(strataResult_t code, const std::string& message) noexcept {

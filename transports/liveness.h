@@ -20,6 +20,8 @@ class LivenessSocket {
   void throwIfGone() const;
   bool gone() const { return closed_; }
   void sendAbort(strataResult_t code, const std::string& message) noexcept;
+  void announce(const std::string& frame) noexcept;
+  uint64_t announcedSeq() const { return announcedSeq_; }
 
  private:
   [[noreturn]] void throwAbort() const;
@@ -27,6 +29,7 @@ class LivenessSocket {
   int peer_;
   bool closed_ = false;
   std::string inbox_;  // partial frame bytes
+  uint64_t announcedSeq_ = 0;
   strataResult_t abortCode_ = strataSuccess;
   std::string abortMessage_;
 };
@@ -45,6 +48,8 @@ class LivenessChannel : public Channel {
   void sendAbort(strataResult_t code, const std::string& message) noexcept override {
     live_.sendAbort(code, message);
   }
+  void announceArrival(const std::string& frame) noexcept override { live_.announce(frame); }
+  uint64_t announcedSeq() const override { return live_.announcedSeq(); }
 
  protected:
   LivenessSocket live_;

@@ -70,6 +70,11 @@ class Channel {
   // Best effort: tells the peer this rank failed with `code` and `message`,
   // then closes the liveness socket. Never throws.
   virtual void sendAbort(strataResult_t code, const std::string& message) noexcept = 0;
+  // Best effort: tells the peer this rank is inside operation `seq` (an
+  // ARRIVED frame from encodeArrivedFrame). Never throws.
+  virtual void announceArrival(const std::string& frame) noexcept {}
+  // The highest operation the peer announced (0: none).
+  virtual uint64_t announcedSeq() const { return 0; }
 };
 
 // What a transport knows about the link it is building.
@@ -86,6 +91,9 @@ struct LinkContext {
 // length; anything longer than kMaxSetupBlobBytes is refused.
 using SetupBlob = std::vector<uint8_t>;
 constexpr size_t kMaxSetupBlobBytes = 16384;
+constexpr size_t kBlobLengthBytes = 4;
+// The blob length that follows a Hello; -1 if it exceeds kMaxSetupBlobBytes.
+int64_t decodeSetupBlobLength(const uint8_t in[kBlobLengthBytes]);
 
 // A link under construction: local resources exist, the peer's are unknown.
 class PendingLink {
@@ -112,7 +120,14 @@ const Transport& transportAt(uint32_t id);
 uint32_t chooseTransport(const LinkContext& ctx);
 
 // Frames on the liveness / TCP socket: 8-byte header then payload.
-enum class FrameType : uint32_t { kData = 1, kAbort = 2 };
+// ARRIVED (16-byte payload: seq, collective) is sent by a rank that has waited
+// long inside an operation, so that its peers can tell it from one that never
+// arrived (see exec/waiter.h).
+enum class FrameType : uint32_t { kData = 1, kAbort = 2, kArrived = 3 };
+constexpr uint32_t kArrivedBytes = 16;
+std::string encodeArrivedFrame(uint64_t seq, uint8_t coll);
+// Parses an ARRIVED payload; false if malformed.
+bool decodeArrivedPayload(const uint8_t* p, size_t n, uint64_t* seq);
 constexpr size_t kFrameHeaderBytes = 8;
 constexpr uint32_t kMaxAbortBytes = 4096;
 void encodeFrameHeader(FrameType type, uint32_t length, uint8_t out[kFrameHeaderBytes]);

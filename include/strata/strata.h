@@ -112,6 +112,16 @@ strataResult_t strataCommInitFromEnv(strataComm_t* comm);
 strataResult_t strataCommDestroy(strataComm_t comm);
 /// Tells connected peers this rank is leaving, closes everything and frees comm.
 strataResult_t strataCommAbort(strataComm_t comm);
+/// Builds *newcomm from the ranks of comm not listed in excludeRanks (they
+/// keep their order: new rank = old rank minus the excluded ranks below it),
+/// with no new unique id: the lowest surviving rank hosts the rendezvous on a
+/// port every rank learnt at init. Every surviving rank calls it with the same
+/// list (a rank whose list differs is not admitted: the call times out). comm
+/// may have failed (a peer died); it stays valid and must still be aborted or
+/// destroyed. The typical recovery: catch the error, strataCommShrink, then
+/// strataCommAbort(comm), and carry on with *newcomm.
+strataResult_t strataCommShrink(strataComm_t comm, const int* excludeRanks, int excludeCount,
+                                strataComm_t* newcomm);
 strataResult_t strataCommCount(const strataComm_t comm, int* count);
 strataResult_t strataCommUserRank(const strataComm_t comm, int* rank);
 
@@ -144,6 +154,54 @@ strataResult_t strataSend(const void* sendbuff, size_t count, strataDataType_t d
 strataResult_t strataRecv(void* recvbuff, size_t count, strataDataType_t datatype, int peer,
                           strataComm_t comm, strataStream_t stream);
 strataResult_t strataBarrier(strataComm_t comm, strataStream_t stream);
+
+/// What strataCommGetStats counts per collective (send/recv: every group of
+/// point-to-point operations run together counts once).
+typedef enum {
+  strataStatAllReduce = 0,
+  strataStatReduceScatter = 1,
+  strataStatAllGather = 2,
+  strataStatBroadcast = 3,
+  strataStatReduce = 4,
+  strataStatAllToAll = 5,
+  strataStatSendRecv = 6,
+  strataStatBarrier = 7,
+  strataNumStatColls = 8
+} strataStatColl_t;
+
+/// Transports, as strataCommGetStats counts them.
+typedef enum {
+  strataTransportShm = 0,
+  strataTransportOfi = 1,
+  strataTransportUcx = 2,
+  strataTransportTcp = 3,
+  strataNumTransports = 4
+} strataTransport_t;
+
+typedef struct {
+  uint64_t calls;       ///< operations completed
+  uint64_t failed;      ///< operations that returned an error
+  uint64_t bytes;       ///< data size as nccl-tests defines it (all-reduce: count x size; all-gather: the whole output)
+  double seconds;       ///< wall time from the start of the operation to its end
+  double waitSeconds;   ///< of which no data could move (waiting for peers)
+  double busBytes;      ///< bytes x the bus factor (all-reduce 2(n-1)/n, ...): busbw = busBytes / seconds
+} strataCollStats_t;
+
+typedef struct {
+  uint64_t links;          ///< links to peers open over this transport
+  uint64_t bytesSent;      ///< payload bytes this rank sent over it
+  uint64_t bytesReceived;  ///< payload bytes this rank received over it
+  double seconds;          ///< wall time of the operations that moved data over it
+} strataTransportStats_t;
+
+/// Totals since the communicator was created.
+typedef struct {
+  strataCollStats_t coll[strataNumStatColls];
+  strataTransportStats_t transport[strataNumTransports];
+} strataStats_t;
+
+/// Fills *stats (STRATA_STATS=1 also prints them when the communicator is destroyed).
+strataResult_t strataCommGetStats(const strataComm_t comm, strataStats_t* stats);
 
 /// Operations between GroupStart and GroupEnd are issued together at GroupEnd;
 /// send/recv pairs inside a group never deadlock. Groups nest.

@@ -1,5 +1,6 @@
 #include "algo/plan.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <tuple>
@@ -100,6 +101,16 @@ void Plan::seal() {
     if (f.forwardPeer >= 0) all.insert(f.forwardPeer);
   }
   peers.assign(all.begin(), all.end());
+  bytesTo.assign(peers.size(), 0);
+  bytesFrom.assign(peers.size(), 0);
+  auto slot = [&](int peer) {
+    return size_t(std::lower_bound(peers.begin(), peers.end(), peer) - peers.begin());
+  };
+  for (const Flow& f : flows) {
+    int out = f.kind == FlowKind::kSend ? f.peer : f.forwardPeer;
+    if (out >= 0) bytesTo[slot(out)] += f.bytes;
+    if (f.kind == FlowKind::kRecv) bytesFrom[slot(f.peer)] += f.bytes;
+  }
 }
 
 void Plan::markDescriptors() {

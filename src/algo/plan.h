@@ -97,6 +97,9 @@ struct Plan {
   Flow& add(const Flow& f);
   // Every peer the plan talks to (filled by seal()).
   std::vector<int> peers;
+  // Bytes this rank sends to / receives from each of `peers` (same order;
+  // filled by seal()), for the statistics per transport.
+  std::vector<uint64_t> bytesTo, bytesFrom;
 
   // Marks the first flow per (op, peer, direction) to carry the descriptor.
   void markDescriptors();

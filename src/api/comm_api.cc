@@ -1,12 +1,15 @@
 // extern "C" entry points for versions, errors and communicator lifetime.
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "api/entry.h"
 #include "bootstrap/rendezvous.h"
 #include "core/comm.h"
 #include "core/error.h"
+#include "obs/dump_signal.h"
 
 using namespace strata;
 
@@ -53,15 +56,18 @@ void initComm(strataComm_t* out, int nranks, const strataUniqueId& id, int rank,
               const strataConfig_t* user) {
   if (!out) fail(strataInvalidArgument, "the output communicator pointer is NULL");
   *out = nullptr;
-  if (nranks < 1) fail(strataInvalidArgument, "nranks must be at least 1, not %d", nranks);
+  if (nranks < 1 || nranks > kMaxRanks)
+    fail(strataInvalidArgument, "nranks must be between 1 and %d, not %d", kMaxRanks, nranks);
   if (rank < 0 || rank >= nranks)
     fail(strataInvalidArgument, "rank %d is out of range for nranks %d", rank, nranks);
   UniqueIdData data;
   std::string why;
   if (!decodeUniqueId(id, &data, &why)) fail(strataInvalidArgument, "%s", why.c_str());
   Config cfg = configFor(user);
+  bool dumpOnSignal = cfg.dumpOnSignal && cfg.flightRecorderEntries > 0;
   Comm* c = new Comm(nranks, rank, data, std::move(cfg));
   registerComm(c);
+  if (dumpOnSignal) installDumpSignal(dumpAllComms);
   *out = reinterpret_cast<strataComm_t>(c);
 }
 
@@ -178,6 +184,42 @@ strataResult_t strataCommAbort(strataComm_t comm) {
     unregisterComm(live);
     live->abort();
     delete live;
+  });
+}
+
+strataResult_t strataCommShrink(strataComm_t comm, const int* excludeRanks, int excludeCount,
+                                strataComm_t* newcomm) {
+  Comm* c = nullptr;
+  return guarded("strataCommShrink", c, [&] {
+    Comm* live = liveComm(comm, "strataCommShrink");
+    if (!newcomm) fail(strataInvalidArgument, "the output communicator pointer is NULL");
+    *newcomm = nullptr;
+    if (excludeCount < 0 || (excludeCount > 0 && !excludeRanks))
+      fail(strataInvalidArgument, "excludeRanks must list excludeCount (%d) ranks", excludeCount);
+    std::vector<int> excluded(excludeRanks, excludeRanks + excludeCount);
+    std::sort(excluded.begin(), excluded.end());
+    for (size_t i = 0; i < excluded.size(); ++i) {
+      int r = excluded[i];
+      if (r < 0 || r >= live->nranks())
+        fail(strataInvalidArgument, "excluded rank %d is out of range for %d ranks", r, live->nranks());
+      if (i > 0 && excluded[i - 1] == r) fail(strataInvalidArgument, "rank %d is excluded twice", r);
+      if (r == live->rank())
+        fail(strataInvalidArgument, "rank %d excludes itself; only surviving ranks call strataCommShrink", r);
+    }
+    if (live->fusionBusy)
+      fail(strataInvalidUsage, "a fusion context on this communicator has tensors in flight");
+    Comm* made = live->shrink(excluded);
+    registerComm(made);
+    *newcomm = reinterpret_cast<strataComm_t>(made);
+  });
+}
+
+strataResult_t strataCommGetStats(const strataComm_t comm, strataStats_t* stats) {
+  Comm* c = nullptr;
+  return guarded("strataCommGetStats", c, [&] {
+    Comm* live = liveComm(comm, "strataCommGetStats");
+    if (!stats) fail(strataInvalidArgument, "the stats pointer is NULL");
+    *stats = live->observer().stats();
   });
 }
 

@@ -65,6 +65,11 @@ Comm* liveComm(strataComm_t handle, const char* fn) {
   return c;
 }
 
+void dumpAllComms() {
+  std::lock_guard<std::mutex> lock(registry().mu);
+  for (Comm* c : registry().live) c->dumpFlightRecorder("SIGUSR1");
+}
+
 strataResult_t reportError(const char* fn, Comm* comm, strataResult_t code, const std::string& what) {
   std::string sentence = what.rfind(fn, 0) == 0 ? what : std::string(fn) + ": " + what;
   if (comm) {

@@ -23,6 +23,9 @@ void unregisterComm(Comm* c);
 // Throws strataInvalidArgument unless `handle` is a live communicator.
 Comm* liveComm(strataComm_t handle, const char* fn);
 
+// Dumps the flight recorder of every live communicator (SIGUSR1).
+void dumpAllComms();
+
 strataResult_t reportError(const char* fn, Comm* comm, strataResult_t code, const std::string& what);
 
 // `comm` is read after the body ran, so the body may set it (liveComm).

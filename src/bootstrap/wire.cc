@@ -122,7 +122,7 @@ bool decodeHello(const uint8_t in[kHelloBytes], const Secret& expected, Hello* o
   out->fromRank = int32_t(get32(in + 28));
   out->toRank = int32_t(get32(in + 32));
   out->transportId = get32(in + 36);
-  if (out->nranks <= 0 || out->fromRank < 0 || out->fromRank >= out->nranks ||
+  if (out->nranks <= 0 || out->nranks > kMaxRanks || out->fromRank < 0 || out->fromRank >= out->nranks ||
       out->toRank < -1 || out->toRank >= out->nranks) {
     *why = format("invalid ranks (nranks %d, from %d, to %d)", out->nranks, out->fromRank,
                   out->toRank);
@@ -136,6 +136,7 @@ void encodeRankInfo(const RankInfo& r, uint8_t out[kRankInfoBytes]) {
   std::memset(out, 0, kRankInfoBytes);
   std::memcpy(out, &r.addr.ip, 4);
   put16(out + 4, r.addr.port);
+  put16(out + 6, r.recoveryPort);
   put64(out + 8, r.hostHash);
   put32(out + 16, uint32_t(r.pid));
   put32(out + 20, uint32_t(r.numa));
@@ -145,6 +146,7 @@ RankInfo decodeRankInfo(const uint8_t in[kRankInfoBytes]) {
   RankInfo r;
   std::memcpy(&r.addr.ip, in, 4);
   r.addr.port = get16(in + 4);
+  r.recoveryPort = get16(in + 6);
   r.hostHash = get64(in + 8);
   r.pid = int32_t(get32(in + 16));
   r.numa = int32_t(get32(in + 20));

@@ -18,7 +18,11 @@
 namespace strata {
 
 constexpr uint32_t kWireMagic = 0x41525453;  // "STRA"
-constexpr uint16_t kProtocolVersion = 2;
+constexpr uint16_t kProtocolVersion = 3;
+
+// The most ranks a communicator may have: bounds what a Hello's nranks can
+// make the bootstrap root allocate.
+constexpr int32_t kMaxRanks = 1 << 20;
 
 using Secret = std::array<uint8_t, 16>;
 Secret randomSecret();
@@ -55,6 +59,7 @@ struct RankInfo {
   uint64_t hostHash = 0;  // equal for ranks on one host (STRATA_HOSTID overrides)
   int32_t pid = 0;
   int32_t numa = -1;      // NUMA node of the rank's CPU at init (-1: unknown)
+  uint16_t recoveryPort = 0;  // same address: where strataCommShrink's rendezvous may run
 };
 constexpr size_t kRankInfoBytes = 24;
 void encodeRankInfo(const RankInfo& r, uint8_t out[kRankInfoBytes]);

@@ -49,11 +49,18 @@ Comm::Comm(int nranks, int rank, const UniqueIdData& id, Config config)
   listener_ = listenOn(bind);
   setNonBlocking(listener_.get());
   mine.addr.port = localAddr(listener_.get()).port;
+  recoveryListener_ = listenOn(bind);
+  mine.recoveryPort = localAddr(recoveryListener_.get()).port;
   mine.hostHash = detectHostHash(config_);
   mine.pid = int32_t(getpid());
   mine.numa = currentNumaNode();
   ranks_ = rendezvous(id.root, secret_, nranks_, rank_, mine, deadline);
   channels_.resize(size_t(nranks_));
+  lastSeen_.resize(size_t(nranks_));
+  lastSeenSeq_.reset(new std::atomic<uint64_t>[size_t(nranks_)]());
+  lastSeenColl_.reset(new std::atomic<uint8_t>[size_t(nranks_)]());
+  // Before the topology: probing the network at init already opens links.
+  observer_ = std::make_unique<Observer>(ObserverIdentity{rank_, nranks_, commTag_}, config_, &topo_);
   buildTopology();
   if (rank_ == 0) {
     STRATA_INFO("strata %d.%d.%d: %d ranks, kernels %s", STRATA_MAJOR, STRATA_MINOR, STRATA_PATCH,
@@ -64,7 +71,12 @@ Comm::Comm(int nranks, int rank, const UniqueIdData& id, Config config)
   if (logLevel() >= LogLevel::kInfo) STRATA_INFO("%s", transportSummary().c_str());
 }
 
-Comm::~Comm() = default;
+Comm::~Comm() {
+  if (config_.statsAtDestroy) {
+    std::string table = observer_->statsSummary();
+    std::fwrite(table.data(), 1, table.size(), stderr);
+  }
+}
 
 void Comm::buildTopology() {
   if (!config_.topoFile.empty()) {
@@ -131,16 +143,45 @@ size_t Comm::linkCapacity() const {
 void Comm::addChannel(int peer, std::unique_ptr<Channel> ch) {
   links_.push_back(ch.get());
   channels_[size_t(peer)] = std::move(ch);
+  observer_->linkOpened(peer, chooseTransport(linkContext(peer)));
   STRATA_TRACE("rank %d: connected to rank %d over %s", rank_, peer,
                channels_[size_t(peer)]->transportName());
 }
 
-void Comm::markFailed(strataResult_t code, const std::string& message) noexcept {
+void Comm::markFailed(strataResult_t code, const std::string& message, bool dump) noexcept {
   if (failCode_ != strataSuccess) return;
-  failCode_ = code;
   failMessage_ = message;
+  failCode_ = code;
   for (Channel* ch : links_) ch->sendAbort(code, message);
   listener_.reset();  // ranks still connecting to us learn at once
+  if (dump && code == strataTimeout) dumpFlightRecorder("timeout: " + message);
+  if (dump && code == strataRemoteError) dumpFlightRecorder("a peer's failure: " + message);
+}
+
+void Comm::noteArrival(int peer, const OpDesc& d) {
+  lastSeen_[size_t(peer)] = d;
+  lastSeenSeq_[size_t(peer)].store(d.seq, std::memory_order_relaxed);
+  lastSeenColl_[size_t(peer)].store(uint8_t(d.coll), std::memory_order_relaxed);
+}
+
+std::string Comm::lastSeenSummary() const {
+  std::string s = "last operation received from each peer:";
+  for (int p = 0; p < nranks_; ++p) {
+    if (p == rank_) continue;
+    uint64_t seq = lastSeenSeq_[size_t(p)].load(std::memory_order_relaxed);
+    Coll coll = Coll(lastSeenColl_[size_t(p)].load(std::memory_order_relaxed));
+    s += seq ? format(" rank %d: %s #%llu;", p, collName(coll), (unsigned long long)seq)
+             : format(" rank %d: none;", p);
+  }
+  s.pop_back();
+  return s;
+}
+
+void Comm::dumpFlightRecorder(const std::string& why) noexcept {
+  try {
+    observer_->dump(why, {lastSeenSummary()});
+  } catch (...) {
+  }
 }
 
 void Comm::throwFailed() const {
@@ -150,7 +191,8 @@ void Comm::throwFailed() const {
 }
 
 void Comm::abort() noexcept {
-  markFailed(strataRemoteError, format("rank %d called strataCommAbort", rank_));
+  if (!failed()) dumpFlightRecorder("strataCommAbort");
+  markFailed(strataRemoteError, format("rank %d called strataCommAbort", rank_), false);
 }
 
 void Comm::setLastError(const std::string& s) { lastError_ = s; }

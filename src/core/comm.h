@@ -16,6 +16,7 @@
 #include "algo/plan_cache.h"
 #include "core/config.h"
 #include "exec/link_set.h"
+#include "obs/observer.h"
 #include "topo/topology.h"
 #include "transports/transport.h"
 
@@ -60,7 +61,8 @@ class Comm : public LinkSet {
   size_t linkCapacity() const override;
 
   // Error state. markFailed() tells every connected peer (ABORT frames) once.
-  void markFailed(strataResult_t code, const std::string& message) noexcept;
+  // A timeout or a peer's failure also dumps the flight recorder (`dump`).
+  void markFailed(strataResult_t code, const std::string& message, bool dump = true) noexcept;
   bool failed() const { return failCode_ != strataSuccess; }
   [[noreturn]] void throwFailed() const;
   // Aborting: tell peers and close everything now.
@@ -71,6 +73,18 @@ class Comm : public LinkSet {
 
   std::string transportSummary() const;
 
+  // Observability: the flight recorder, statistics and trace of this communicator.
+  Observer& observer() { return *observer_; }
+  // Writes the flight recorder with what each peer was last seen in.
+  void dumpFlightRecorder(const std::string& why) noexcept;
+  void noteArrival(int peer, const OpDesc& d) override;
+  const OpDesc* lastSeen(int peer) const override { return &lastSeen_[size_t(peer)]; }
+
+  // strataCommShrink: a communicator of the ranks not in `excluded` (sorted,
+  // unique, not containing this rank), through a rendezvous at the lowest
+  // survivor's recovery port. Once per communicator.
+  Comm* shrink(const std::vector<int>& excluded);
+
  private:
   LinkContext linkContext(int peer) const;
   // Placement from host ids (or STRATA_TOPO_FILE), link parameters from
@@ -78,6 +92,7 @@ class Comm : public LinkSet {
   void buildTopology();
   struct Handshake;
   void addChannel(int peer, std::unique_ptr<Channel> ch);
+  std::string lastSeenSummary() const;
 
   int nranks_, rank_;
   Config config_;
@@ -86,13 +101,20 @@ class Comm : public LinkSet {
   std::vector<RankInfo> ranks_;
   Topology topo_;
   Fd listener_;
+  Fd recoveryListener_;  // kept for strataCommShrink (never accepted otherwise)
+  std::unique_ptr<Observer> observer_;
+  // The last descriptor received from each peer; the seq and collective also
+  // as atomics, for dumps from another thread (SIGUSR1).
+  std::vector<OpDesc> lastSeen_;
+  std::unique_ptr<std::atomic<uint64_t>[]> lastSeenSeq_;
+  std::unique_ptr<std::atomic<uint8_t>[]> lastSeenColl_;
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<Channel*> links_;
   uint64_t collSeq_ = 0;
   PlanCache plans_;
   std::vector<uint8_t> scratch_;
   std::unique_ptr<StagingPool> staging_;
-  strataResult_t failCode_ = strataSuccess;
+  std::atomic<strataResult_t> failCode_{strataSuccess};
   std::string failMessage_;
   std::string lastError_;
 };

@@ -18,7 +18,6 @@ namespace strata {
 
 namespace {
 
-constexpr size_t kBlobLengthBytes = 4;
 constexpr size_t kHelloHeadBytes = kHelloBytes + kBlobLengthBytes;
 constexpr int64_t kStrangerGraceMs = 10000;
 
@@ -43,10 +42,9 @@ int readHello(Waiting& w) {
     if (r < 0) return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
     w.got += size_t(r);
     if (w.got == kHelloHeadBytes && w.buf.size() == kHelloHeadBytes) {
-      uint32_t len;
-      std::memcpy(&len, w.buf.data() + kHelloBytes, 4);
-      if (len > kMaxSetupBlobBytes) return -1;
-      w.buf.resize(kHelloHeadBytes + len);
+      int64_t len = decodeSetupBlobLength(w.buf.data() + kHelloBytes);
+      if (len < 0) return -1;
+      w.buf.resize(kHelloHeadBytes + size_t(len));
     }
     if (w.got == w.buf.size()) return 1;
   }

@@ -107,6 +107,12 @@ Config readConfig() {
   c.fusionThresholdBytes =
       size_t(envInt("STRATA_FUSION_THRESHOLD", (long long)c.fusionThresholdBytes));
   c.fusionCycleUs = int(std::min<long long>(envInt("STRATA_FUSION_CYCLE_US", c.fusionCycleUs), 60000000));
+  c.traceFile = envString("STRATA_TRACE_FILE");
+  c.statsAtDestroy = envInt("STRATA_STATS", 0) != 0;
+  c.flightRecorderEntries =
+      int(std::min<long long>(envInt("STRATA_FLIGHT_RECORDER_ENTRIES", c.flightRecorderEntries), 1 << 20));
+  c.flightRecorderFile = envString("STRATA_FLIGHT_RECORDER_FILE");
+  c.dumpOnSignal = envInt("STRATA_FLIGHT_RECORDER_SIGNAL", 1) != 0;
   if (c.tcpSockets < 1) c.tcpSockets = 1;
   if (c.tcpSockets > 16) c.tcpSockets = 16;
   if (c.chunkBytes < 4096) c.chunkBytes = 4096;
@@ -128,7 +134,9 @@ std::string Config::describe() const {
       "STRATA_INTER_LINK=%s STRATA_LINK_PROBE=%d STRATA_CHUNK_BYTES=%zu "
       "STRATA_SHM_SLOT_BYTES=%zu STRATA_SHM_SLOTS=%d STRATA_TCP_BUFFER_BYTES=%zu STRATA_TCP_SOCKETS=%d "
       "STRATA_FUSION_THRESHOLD=%zu STRATA_FUSION_CYCLE_US=%d STRATA_NET=%s STRATA_OFI_PROVIDER=%s "
-      "STRATA_OFI_RAILS=%d STRATA_NET_SLOT_BYTES=%zu STRATA_NET_SLOTS=%d",
+      "STRATA_OFI_RAILS=%d STRATA_NET_SLOT_BYTES=%zu STRATA_NET_SLOTS=%d STRATA_TRACE_FILE=%s "
+      "STRATA_STATS=%d STRATA_FLIGHT_RECORDER_ENTRIES=%d STRATA_FLIGHT_RECORDER_FILE=%s "
+      "STRATA_FLIGHT_RECORDER_SIGNAL=%d",
       timeoutMs, algo.empty() ? "auto" : algo.c_str(),
       transport.empty() ? "auto" : transport.c_str(), hostId.empty() ? "(detected)" : hostId.c_str(),
       socketIfname.empty() ? "(any)" : socketIfname.c_str(),
@@ -137,7 +145,9 @@ std::string Config::describe() const {
       int(linkProbe), chunkBytes, shmSlotBytes, shmSlots,
       tcpBufferBytes, tcpSockets, fusionThresholdBytes, fusionCycleUs,
       net.empty() ? "auto" : net.c_str(), ofiProvider.empty() ? "(preference)" : ofiProvider.c_str(),
-      ofiRails, netSlotBytes, netSlots);
+      ofiRails, netSlotBytes, netSlots, traceFile.empty() ? "(off)" : traceFile.c_str(),
+      int(statsAtDestroy), flightRecorderEntries,
+      flightRecorderFile.empty() ? "(stderr)" : flightRecorderFile.c_str(), int(dumpOnSignal));
 }
 
 }  // namespace strata

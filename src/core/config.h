@@ -46,6 +46,12 @@ struct Config {
   // STRATA_FUSION_THRESHOLD: largest fused buffer (0: no fusion of grouped collectives).
   size_t fusionThresholdBytes = size_t(64) << 20;
   int fusionCycleUs = 1000;        // STRATA_FUSION_CYCLE_US: fusion context flush period
+  // Observability (src/obs).
+  std::string traceFile;           // STRATA_TRACE_FILE: Chrome trace per process (%r rank, %p pid)
+  bool statsAtDestroy = false;     // STRATA_STATS=1: print the statistics at destroy
+  int flightRecorderEntries = 256; // STRATA_FLIGHT_RECORDER_ENTRIES: operations kept (0: off)
+  std::string flightRecorderFile;  // STRATA_FLIGHT_RECORDER_FILE: dump target (%r, %p); "" = stderr
+  bool dumpOnSignal = true;        // STRATA_FLIGHT_RECORDER_SIGNAL=0: no SIGUSR1 handler
 
   // Launcher variables (torchrun, Open MPI, Slurm) for strataCommInitFromEnv.
   int envRank = -1, envSize = -1, envLocalRank = -1;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "bootstrap/socket.h"
 #include "exec/link_set.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -42,14 +43,30 @@ struct FlowState {
 
 class PlanRunner {
  public:
-  PlanRunner(LinkSet& comm, const Plan& plan, const Buffers& bufs)
-      : comm_(comm), plan_(plan), bufs_(bufs), waiter_(comm, comm.timeoutMs()) {
+  PlanRunner(LinkSet& comm, const Plan& plan, const Buffers& bufs, ExecProbe* probe)
+      : comm_(comm), plan_(plan), bufs_(bufs), waiter_(comm, comm.timeoutMs(), probe, plan.ops.empty() ? nullptr : &plan.ops[0]),
+        probe_(probe), tracing_(kTracingBuilt && probe && probe->tracing) {
     scratch_ = plan.scratchBytes ? comm.scratch(plan.scratchBytes) : nullptr;
   }
 
   void run() {
     comm_.connect(plan_.peers);
-    for (const Phase& ph : plan_.phases) runPhase(ph);
+    for (size_t i = 0; i < plan_.phases.size(); ++i) {
+      if (!tracing()) {
+        runPhase(plan_.phases[i]);
+        continue;
+      }
+      ExecProbe::PhaseSpan span;
+      span.phase = uint32_t(i);
+      span.startUs = nowUs();
+      int64_t waitBefore = probe_->waitUs;
+      kernelUs_ = 0;
+      runPhase(plan_.phases[i]);
+      span.endUs = nowUs();
+      span.waitUs = probe_->waitUs - waitBefore;
+      span.kernelUs = kernelUs_;
+      probe_->phases.push_back(span);
+    }
     drain(plan_.peers);
   }
 
@@ -97,7 +114,7 @@ class PlanRunner {
       progressPhase(ph);
     } catch (const PeerAbort& e) {
       throw PeerAbort(e.code(), format("%s; meanwhile rank %d %s", e.what(), comm_.rank(),
-                                       describeWait(ph).c_str()));
+                                       describeWait(ph).text.c_str()));
     }
   }
 
@@ -157,6 +174,7 @@ class PlanRunner {
       fail(strataMismatch, "rank %d expected %s from rank %d but received data that is not an "
                            "operation header (rank %d is running a different operation)",
            comm_.rank(), mine.describe().c_str(), f.peer, f.peer);
+    comm_.noteArrival(f.peer, theirs);
     if (!descMatches(mine, theirs))
       fail(strataMismatch, "mismatch: rank %d called %s but rank %d called %s",
            comm_.rank(), mine.describe().c_str(), f.peer, theirs.describe().c_str());
@@ -277,6 +295,7 @@ class PlanRunner {
         return true;
       }
       uint8_t* fwd = out ? space.data + prefix : nullptr;
+      int64_t kernelStart = tracing() ? nowUs() : 0;
       // One fragment; local and dst may be in pieces (fusion), so it is
       // processed run by run while incoming and fwd stay one packet each.
       for (size_t off = 0; off < n;) {
@@ -295,6 +314,11 @@ class PlanRunner {
           kernels::divide(target, target, k / elem, plan_.dtype, uint64_t(plan_.nranks));
         if (out && target != fwd + off) std::memcpy(fwd + off, target, k);
         off += k;
+      }
+      if (tracing()) {
+        int64_t kernelEnd = nowUs();
+        kernelUs_ += kernelEnd - kernelStart;
+        probe_->addKernel(kernelStart, kernelEnd);
       }
       if (out) {
         if (prefix) encodeOpDesc(plan_.ops[f.op], space.data);
@@ -369,30 +393,70 @@ class PlanRunner {
         if (ch.progress()) {
           waiter_.progressed();
         } else {
-          waiter_.idle([&] { return format("sending the last bytes to rank %d", p); });
+          waiter_.idle([&] {
+            return WaitState{format("sending the last bytes to rank %d", p), false};
+          });
         }
       }
     }
   }
 
-  std::string describeWait(const Phase& ph) const {
-    std::string s = format("was in %s (%s) waiting for", plan_.ops.empty() ? "?" : plan_.ops[0].describe().c_str(),
-                           plan_.algorithm.c_str());
+  // What this rank waits for in phase `ph`, and for each awaited peer whether
+  // it arrived in this operation (its descriptor or an ARRIVED frame came) or
+  // was last seen in an earlier one.
+  WaitState describeWait(const Phase& ph) const {
+    const OpDesc* mine = plan_.ops.empty() ? nullptr : &plan_.ops[0];
+    WaitState w;
+    w.text = format("was in %s (%s) waiting for", mine ? mine->describe().c_str() : "?",
+                    plan_.algorithm.c_str());
+    bool allArrived = true, any = false;
+    std::string absent;
+    auto peerState = [&](int peer) {
+      const OpDesc* seen = comm_.lastSeen(peer);
+      bool collective = mine && mine->coll != Coll::kSend && mine->coll != Coll::kRecv;
+      bool arrived = collective && ((seen && seen->seq != 0 && seen->seq >= mine->seq) ||
+                                    comm_.channel(peer).announcedSeq() >= mine->seq);
+      any = true;
+      allArrived &= arrived;
+      if (arrived) return std::string(" (it is in this operation too)");
+      if (!mine || mine->coll == Coll::kSend || mine->coll == Coll::kRecv) return std::string();
+      // Neither its descriptor nor an ARRIVED frame (which a peer waiting in
+      // the operation sends after a quarter of the timeout) came.
+      if (absent.find(format("rank %d never arrived", peer)) == std::string::npos)
+        absent += seen && seen->seq
+                      ? format("rank %d never arrived: the last operation seen from it was %s; ",
+                               peer, seen->describe().c_str())
+                      : format("rank %d never arrived: nothing was received from it yet; ", peer);
+      return std::string();
+    };
     for (uint32_t i = 0; i < ph.count; ++i) {
       if (states_[i].finished) continue;
       const Flow& f = plan_.flows[ph.first + i];
       std::string progress = format(" (%zu of %zu bytes done)", states_[i].done, f.bytes);
-      if (f.kind == FlowKind::kRecv) s += format(" data from rank %d%s;", f.peer, progress.c_str());
-      if (f.kind == FlowKind::kSend) s += format(" rank %d to take data%s;", f.peer, progress.c_str());
-      if (f.forwardPeer >= 0) s += format(" rank %d to take data%s;", f.forwardPeer, progress.c_str());
+      if (f.kind == FlowKind::kRecv)
+        w.text += format(" data from rank %d%s%s;", f.peer, progress.c_str(), peerState(f.peer).c_str());
+      int out = f.kind == FlowKind::kSend ? f.peer : f.forwardPeer;
+      if (out >= 0)
+        w.text += format(" rank %d to take data%s%s;", out, progress.c_str(), peerState(out).c_str());
     }
-    return s + " (that rank never called it, or is stuck)";
+    w.peersArrived = any && allArrived;
+    if (!absent.empty()) {
+      absent.resize(absent.size() - 2);
+      w.text += " " + absent;
+    } else if (!w.peersArrived) {
+      w.text += " (that rank never called it, or is stuck)";
+    }
+    return w;
   }
 
   LinkSet& comm_;
   const Plan& plan_;
   const Buffers& bufs_;
   Waiter waiter_;
+  ExecProbe* probe_;
+  const bool tracing_;
+  bool tracing() const { return kTracingBuilt && tracing_; }
+  int64_t kernelUs_ = 0;  // reduce / copy time of the current phase (tracing)
   uint8_t* scratch_ = nullptr;
   // Flow states of the current phase: inline for the usual few flows, so the
   // steady state allocates nothing.
@@ -404,8 +468,8 @@ class PlanRunner {
 
 }  // namespace
 
-void executePlan(LinkSet& comm, const Plan& plan, const Buffers& buffers) {
-  PlanRunner(comm, plan, buffers).run();
+void executePlan(LinkSet& comm, const Plan& plan, const Buffers& buffers, ExecProbe* probe) {
+  PlanRunner(comm, plan, buffers, probe).run();
 }
 
 }  // namespace strata

@@ -9,6 +9,7 @@
 
 #include "algo/plan.h"
 #include "algo/select.h"
+#include "exec/exec_probe.h"
 #include "exec/segments.h"
 
 namespace strata {
@@ -25,6 +26,8 @@ struct Buffers {
   const Segments* recvPieces = nullptr;
 };
 
-void executePlan(LinkSet& comm, const Plan& plan, const Buffers& buffers);
+// `probe` (optional) receives the wait time and, when tracing, phase spans.
+void executePlan(LinkSet& comm, const Plan& plan, const Buffers& buffers,
+                 ExecProbe* probe = nullptr);
 
 }  // namespace strata

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "algo/plan.h"
 #include "transports/transport.h"
 
 namespace strata {
@@ -27,6 +28,11 @@ class LinkSet {
   // (the smallest over the transports this set may use). Ring plans send a
   // whole slice before receiving, so slices must fit: see pipelineSliceBytes.
   virtual size_t linkCapacity() const = 0;
+  // The last operation descriptor received from `peer` (seq 0: none yet),
+  // so that a waiting rank can tell a peer that never arrived from one that
+  // is inside the operation too. Sets that do not track it keep the default.
+  virtual void noteArrival(int peer, const OpDesc& d) {}
+  virtual const OpDesc* lastSeen(int peer) const { return nullptr; }
 };
 
 }  // namespace strata

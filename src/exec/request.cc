@@ -89,6 +89,27 @@ void validate(const char* fn, Request& r) {
          fn);
 }
 
+namespace {
+
+// Runs a plan with the communicator's observer around it (flight recorder,
+// statistics, trace).
+void observedRun(Comm& c, const Plan& plan, const Buffers& bufs, bool p2p) {
+  Observer& obs = c.observer();
+  ExecProbe probe;
+  probe.tracing = obs.tracing();
+  probe.longWaits = &obs;
+  uint64_t id = obs.begin(plan, p2p);
+  try {
+    executePlan(c, plan, bufs, &probe);
+  } catch (const std::exception& e) {
+    obs.end(id, plan, probe, e.what());
+    throw;
+  }
+  obs.end(id, plan, probe, nullptr);
+}
+
+}  // namespace
+
 void runCollective(Request& r, const FusedBuffers* fused) {
   Comm& c = *r.comm;
   if (c.failed()) c.throwFailed();
@@ -130,7 +151,7 @@ void runCollective(Request& r, const FusedBuffers* fused) {
   plan->ops[0].seq = d.seq;
   plan->ops[0].fusedTensors = d.fusedTensors;
   plan->ops[0].layout = d.layout;
-  executePlan(c, *plan, bufs);
+  observedRun(c, *plan, bufs, false);
 }
 
 void runP2P(Comm& comm, const std::vector<Request>& reqs) {
@@ -149,7 +170,7 @@ void runP2P(Comm& comm, const std::vector<Request>& reqs) {
   }
   if (ops.empty()) return;
   Plan plan = buildP2PPlan(ops, comm.rank(), comm.nranks());
-  executePlan(comm, plan, Buffers{nullptr, nullptr, &ops});
+  observedRun(comm, plan, Buffers{nullptr, nullptr, &ops}, true);
 }
 
 }  // namespace strata

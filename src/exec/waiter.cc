@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <time.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "bootstrap/socket.h"
@@ -18,6 +19,27 @@ constexpr int64_t kLivenessPeriodUs = 1000;
 constexpr int64_t kSleepAfterUs = 2000;
 constexpr long kNapNs = 50000;
 }  // namespace
+
+Waiter::Waiter(LinkSet& comm, int timeoutMs, ExecProbe* probe, const OpDesc* op)
+    : comm_(comm), timeoutMs_(timeoutMs), probe_(probe),
+      op_(op && op->seq != 0 ? op : nullptr) {}
+
+int64_t Waiter::graceUs(int timeoutMs) {
+  return std::clamp<int64_t>(int64_t(timeoutMs) * 250, 200000, 30000000);
+}
+
+void Waiter::endIdleSpan() {
+  int64_t now = nowUs();
+  if (probe_) {
+    probe_->waitUs += now - idleSinceUs_;
+    if (kTracingBuilt && probe_->tracing && now - idleSinceUs_ >= ExecProbe::kTracedWaitUs &&
+        probe_->waits.size() < ExecProbe::kMaxTracedWaits)
+      probe_->waits.push_back({idleSinceUs_, now});
+  }
+  idleCount_ = 0;
+  deferredUntilUs_ = 0;
+  noteCount_ = 0;
+}
 
 void Waiter::pollLinks(int timeoutMs) {
   const auto& links = comm_.links();
@@ -37,7 +59,7 @@ void Waiter::pollLinks(int timeoutMs) {
     if (fds[i].revents) owner[i]->onReadable();
 }
 
-void Waiter::idle(const std::function<std::string()>& describe) {
+void Waiter::idle(const std::function<WaitState()>& describe) {
   if (idleCount_++ == 0) idleSinceUs_ = nowUs();
   if (idleCount_ < kSpins) {
     __builtin_ia32_pause();
@@ -46,9 +68,27 @@ void Waiter::idle(const std::function<std::string()>& describe) {
   for (Channel* ch : comm_.links()) ch->progress();
   int64_t now = nowUs();
   int64_t idleUs = now - idleSinceUs_;
-  if (idleUs / 1000 >= timeoutMs_)
-    fail(strataTimeout, "rank %d timed out after %d ms: it %s", comm_.rank(), timeoutMs_,
-         describe().c_str());
+  if (idleUs / 1000 >= timeoutMs_) {
+    if (deferredUntilUs_ == 0) {
+      WaitState w = describe();
+      deferredUntilUs_ = w.peersArrived ? now + graceUs(timeoutMs_) : now;
+    }
+    if (now >= deferredUntilUs_)
+      fail(strataTimeout, "rank %d timed out after %d ms: it %s", comm_.rank(),
+           int(idleUs / 1000), describe().text.c_str());
+  }
+  const int64_t announceAfterUs = std::min<int64_t>(int64_t(timeoutMs_) * 250, 1000000);
+  if (op_ && !announced_ && idleUs >= announceAfterUs) {
+    announced_ = true;
+    std::string frame = encodeArrivedFrame(op_->seq, uint8_t(op_->coll));
+    for (Channel* ch : comm_.links()) ch->announceArrival(frame);
+  }
+  // What a long wait waits for, refreshed every second (after the peers'
+  // ARRIVED frames had time to come).
+  if (probe_ && probe_->longWaits && idleUs >= announceAfterUs + 500000 + noteCount_ * 1000000) {
+    ++noteCount_;
+    probe_->longWaits->longWait(describe().text);
+  }
   if (now - lastPollUs_ >= kLivenessPeriodUs) {
     lastPollUs_ = now;
     pollLinks(0);

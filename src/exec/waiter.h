@@ -2,31 +2,58 @@
 // yield the core (ranks may outnumber cores), and after 2 ms take 50 us naps.
 // While waiting it pumps TCP links, checks every link's sockets about once a
 // millisecond (a dead or aborting peer throws at once) and enforces the
-// communicator's timeout.
+// communicator's timeout. Idle time is added to the run's ExecProbe.
+//
+// Who reports a hang: a rank whose awaited peers have all arrived in the
+// operation (they sent its descriptor or an ARRIVED frame) waits a grace
+// period past the timeout, so that the ranks facing the peer that never
+// arrived time out first, and their abort, which names that peer, reaches
+// everyone. A rank that has waited a quarter of the timeout (at most
+// a second) in a collective tells every linked peer it is in it (ARRIVED), so
+// that they know it is stuck behind someone else, not absent.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
 
+#include "algo/plan.h"
+#include "exec/exec_probe.h"
+
 namespace strata {
 
 class LinkSet;
 
+// What a waiting rank waits for, for timeout messages and dumps.
+struct WaitState {
+  std::string text;
+  bool peersArrived = false;  // every awaited peer is known to be in this operation
+};
+
 class Waiter {
  public:
-  Waiter(LinkSet& comm, int timeoutMs) : comm_(comm), timeoutMs_(timeoutMs) {}
-  void progressed() { idleCount_ = 0; }
-  // `describe` says what this rank is waiting for, for the timeout message.
-  void idle(const std::function<std::string()>& describe);
+  // `op`: the collective being run (announced to peers after a long wait), or null.
+  Waiter(LinkSet& comm, int timeoutMs, ExecProbe* probe, const OpDesc* op);
+  void progressed() {
+    if (idleCount_) endIdleSpan();
+  }
+  void idle(const std::function<WaitState()>& describe);
+  // Extra time a rank whose peers all arrived waits before timing out.
+  static int64_t graceUs(int timeoutMs);
 
  private:
   void pollLinks(int timeoutMs);
+  void endIdleSpan();
   LinkSet& comm_;
   int timeoutMs_;
+  ExecProbe* probe_;
   uint64_t idleCount_ = 0;
   int64_t idleSinceUs_ = 0;
   int64_t lastPollUs_ = 0;
+  int64_t deferredUntilUs_ = 0;  // > 0: timed out, but the awaited peers arrived
+  int64_t noteCount_ = 0;  // long-wait notes sent in this idle span
+  const OpDesc* op_;
+  bool announced_ = false;  // ARRIVED sent to every linked peer (once per operation)
 };
 
 }  // namespace strata

@@ -250,6 +250,34 @@ void completeTaggedOp(TaggedOp* op, size_t bytes, bool cancelled, const std::str
   op->link->complete(op, bytes, cancelled, error);
 }
 
+SetupBlob encodeSetup(const TaggedSetup& s) {
+  SetupBlob b(kSetupHeaderBytes + s.address.size());
+  uint32_t len = uint32_t(s.address.size());
+  std::memcpy(b.data(), &kSetupMagic, 4);
+  std::memcpy(b.data() + 4, &s.slotBytes, 4);
+  std::memcpy(b.data() + 8, &s.slots, 4);
+  std::memcpy(b.data() + 12, &len, 4);
+  if (len) std::memcpy(b.data() + kSetupHeaderBytes, s.address.data(), len);
+  return b;
+}
+
+TaggedSetup decodeSetup(const SetupBlob& b, int peer, const char* transport) {
+  TaggedSetup s;
+  uint32_t magic = 0, len = 0;
+  if (b.size() >= kSetupHeaderBytes) {
+    std::memcpy(&magic, b.data(), 4);
+    std::memcpy(&s.slotBytes, b.data() + 4, 4);
+    std::memcpy(&s.slots, b.data() + 8, 4);
+    std::memcpy(&len, b.data() + 12, 4);
+  }
+  if (magic != kSetupMagic || b.size() != kSetupHeaderBytes + len || s.slots < 2 ||
+      s.slots > 4096 || s.slotBytes < 4096 || s.slotBytes > (256u << 20))
+    fail(strataRemoteError, "rank %d sent an invalid %s set-up message (%zu bytes)", peer,
+         transport, b.size());
+  s.address.assign(b.begin() + long(kSetupHeaderBytes), b.end());
+  return s;
+}
+
 namespace {
 
 class TaggedChannel : public LivenessChannel {
@@ -283,38 +311,6 @@ class TaggedChannel : public LivenessChannel {
   TaggedLinkState* link_;
 };
 
-struct TaggedSetup {
-  uint32_t slotBytes = 0, slots = 0;
-  std::vector<uint8_t> address;
-};
-
-SetupBlob encodeSetup(const TaggedSetup& s) {
-  SetupBlob b(kSetupHeaderBytes + s.address.size());
-  uint32_t len = uint32_t(s.address.size());
-  std::memcpy(b.data(), &kSetupMagic, 4);
-  std::memcpy(b.data() + 4, &s.slotBytes, 4);
-  std::memcpy(b.data() + 8, &s.slots, 4);
-  std::memcpy(b.data() + 12, &len, 4);
-  if (len) std::memcpy(b.data() + kSetupHeaderBytes, s.address.data(), len);
-  return b;
-}
-
-TaggedSetup decodeSetup(const SetupBlob& b, int peer, const char* transport) {
-  TaggedSetup s;
-  uint32_t magic = 0, len = 0;
-  if (b.size() >= kSetupHeaderBytes) {
-    std::memcpy(&magic, b.data(), 4);
-    std::memcpy(&s.slotBytes, b.data() + 4, 4);
-    std::memcpy(&s.slots, b.data() + 8, 4);
-    std::memcpy(&len, b.data() + 12, 4);
-  }
-  if (magic != kSetupMagic || b.size() != kSetupHeaderBytes + len || s.slots < 2 ||
-      s.slots > 4096 || s.slotBytes < 4096 || s.slotBytes > (256u << 20))
-    fail(strataRemoteError, "rank %d sent an invalid %s set-up message (%zu bytes)", peer,
-         transport, b.size());
-  s.address.assign(b.begin() + long(kSetupHeaderBytes), b.end());
-  return s;
-}
 
 class TaggedPendingLink : public PendingLink {
  public:

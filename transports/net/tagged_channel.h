@@ -22,6 +22,16 @@ namespace strata {
 
 // Starts a link over `endpoint`: fills this side's set-up blob (receive
 // window + address); the PendingLink finishes it with the peer's.
+// What one side of a tagged link tells the other: its packet size, window
+// and library endpoint address. decodeSetup throws strataRemoteError naming
+// the peer when the blob is malformed or its values are out of range.
+struct TaggedSetup {
+  uint32_t slotBytes = 0, slots = 0;
+  std::vector<uint8_t> address;
+};
+SetupBlob encodeSetup(const TaggedSetup& s);
+TaggedSetup decodeSetup(const SetupBlob& b, int peer, const char* transport);
+
 std::unique_ptr<PendingLink> beginTaggedLink(std::shared_ptr<TaggedEndpoint> endpoint,
                                              const LinkContext& ctx, SetupBlob* blob);
 

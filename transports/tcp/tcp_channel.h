@@ -4,6 +4,7 @@
 // on stream p % n and order is kept without extra headers.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -26,6 +27,14 @@ class TcpChannel : public Channel {
   size_t pollFds(int* out, size_t max) const override;
   void onReadable() override;
   void sendAbort(strataResult_t code, const std::string& message) noexcept override;
+  void announceArrival(const std::string& frame) noexcept override {
+    for (auto& s : streams_) s->sendControl(frame);
+  }
+  uint64_t announcedSeq() const override {
+    uint64_t m = 0;
+    for (const auto& s : streams_) m = std::max(m, s->announcedSeq());
+    return m;
+  }
 
  private:
   TcpStream& sendStream() { return *streams_[sent_ % streams_.size()]; }

@@ -138,15 +138,43 @@ ConstSpan TcpStream::peekRecv() {
         frameLeft_ = len;
         continue;
       }
-      if (type != uint32_t(FrameType::kAbort) || len > kMaxAbortBytes)
+      if (type == uint32_t(FrameType::kArrived) && len == kArrivedBytes) {
+        if (have >= kFrameHeaderBytes + len) {
+          uint64_t seq = 0;
+          decodeArrivedPayload(&recvBuf_[recvHead_ + kFrameHeaderBytes], len, &seq);
+          if (seq > announcedSeq_) announcedSeq_ = seq;
+          recvHead_ += kFrameHeaderBytes + len;
+          continue;
+        }
+      } else if (type != uint32_t(FrameType::kAbort) || len > kMaxAbortBytes) {
         fail(strataRemoteError, "rank %d sent an invalid frame (type %u, length %u): protocol error",
              peer_, type, len);
-      if (have >= kFrameHeaderBytes + len) throwAbortFrame(len);
+      } else if (have >= kFrameHeaderBytes + len) {
+        throwAbortFrame(len);
+      }
     }
     if (!fillRecv()) {
       if (peerClosed_) throwLost("receiving");
       return {};
     }
+  }
+}
+
+void TcpStream::onReadable() {
+  fillRecv();
+  takeArrivedFrames();
+}
+
+void TcpStream::takeArrivedFrames() {
+  while (frameLeft_ == 0 && recvTail_ - recvHead_ >= kFrameHeaderBytes + kArrivedBytes) {
+    uint32_t type, len;
+    std::memcpy(&type, &recvBuf_[recvHead_], 4);
+    std::memcpy(&len, &recvBuf_[recvHead_ + 4], 4);
+    if (type != uint32_t(FrameType::kArrived) || len != kArrivedBytes) break;
+    uint64_t seq = 0;
+    decodeArrivedPayload(&recvBuf_[recvHead_ + kFrameHeaderBytes], len, &seq);
+    if (seq > announcedSeq_) announcedSeq_ = seq;
+    recvHead_ += kFrameHeaderBytes + len;
   }
 }
 
@@ -157,7 +185,21 @@ void TcpStream::consumeRecv(size_t n) {
 
 bool TcpStream::progress() {
   bool moved = flushStaged();
-  return fillRecv() || moved;
+  if (fillRecv()) {
+    takeArrivedFrames();
+    moved = true;
+  }
+  return moved;
+}
+
+void TcpStream::sendControl(const std::string& frame) noexcept {
+  if (!fd_ || aborted_ || !directIdle() || sendBuf_.size() - sendTail_ < frame.size()) return;
+  std::memcpy(&sendBuf_[sendTail_], frame.data(), frame.size());
+  sendTail_ += frame.size();
+  try {
+    flushStaged();
+  } catch (...) {
+  }
 }
 
 void TcpStream::sendAbort(const std::string& frame) noexcept {

@@ -25,8 +25,14 @@ class TcpStream {
   bool progress();
   bool sendPending() const { return sendHead_ < sendTail_; }
   int fd() const { return fd_.get(); }
-  void onReadable() { fillRecv(); }
+  // Reads what arrived; takes ARRIVED frames at the head even when this
+  // stream's data is not being read.
+  void onReadable();
+  void takeArrivedFrames();
   void sendAbort(const std::string& frame) noexcept;
+  // Queues a control frame between packets (skipped while a packet is half sent).
+  void sendControl(const std::string& frame) noexcept;
+  uint64_t announcedSeq() const { return announcedSeq_; }
 
  private:
   bool flushStaged();            // writes staged frames; true if bytes moved
@@ -41,7 +47,8 @@ class TcpStream {
   size_t sendHead_ = 0, sendTail_ = 0;
   uint8_t directHeader_[kFrameHeaderBytes];
   size_t directHeaderLeft_ = 0;  // header bytes of the direct frame not yet written
-  size_t directLeft_ = 0;        // payload bytes of the direct frame not yet written
+  size_t directLeft_ = 0;
+  uint64_t announcedSeq_ = 0;  // from ARRIVED frames        // payload bytes of the direct frame not yet written
   // Receive side: bytes [recvHead_, recvTail_) arrived and not yet consumed.
   std::vector<uint8_t> recvBuf_;
   size_t recvHead_ = 0, recvTail_ = 0;

@@ -11,22 +11,13 @@
 
 namespace strata {
 
-namespace {
-
-// Setup blob of the calling side: where its side listener is, and the token
-// the extra connections must present.
-struct ExtraSockets {
-  uint16_t port = 0;
-  uint16_t count = 0;  // extra sockets beyond the handshake socket
-  uint64_t token = 0;
-};
-constexpr size_t kExtraBlobBytes = 16;
 void encodeExtra(const ExtraSockets& e, SetupBlob* blob) {
   blob->assign(kExtraBlobBytes, 0);
   std::memcpy(blob->data(), &e.port, 2);
   std::memcpy(blob->data() + 2, &e.count, 2);
   std::memcpy(blob->data() + 8, &e.token, 8);
 }
+
 ExtraSockets decodeExtra(const SetupBlob& blob, int peer) {
   if (blob.size() != kExtraBlobBytes)
     fail(strataRemoteError, "rank %d sent a TCP set-up message of %zu bytes, expected %zu", peer,
@@ -37,6 +28,9 @@ ExtraSockets decodeExtra(const SetupBlob& blob, int peer) {
   std::memcpy(&e.token, blob.data() + 8, 8);
   return e;
 }
+
+namespace {
+
 
 constexpr int kExtraTimeoutMs = 10000;
 

@@ -9,6 +9,18 @@
 
 namespace strata {
 
+// Setup blob of the calling side: where its side listener is, and the token
+// the extra connections must present.
+struct ExtraSockets {
+  uint16_t port = 0;
+  uint16_t count = 0;  // extra sockets beyond the handshake socket
+  uint64_t token = 0;
+};
+constexpr size_t kExtraBlobBytes = 16;
+void encodeExtra(const ExtraSockets& e, SetupBlob* blob);
+// Throws strataRemoteError naming `peer` if the blob is malformed.
+ExtraSockets decodeExtra(const SetupBlob& blob, int peer);
+
 class TcpTransport : public Transport {
  public:
   const char* name() const override { return "tcp"; }

@@ -514,6 +514,71 @@ def scenario_dead_peer(timeout_s):
     failures.append("no error after the peer died")
 
 
+def scenario_elastic(timeout_s):
+    """Rank WORLD-1 dies mid-training; the survivors' DDP step raises, they abort
+    the process group and form a smaller one over a new store (as torchrun's
+    elastic agent would), then carry on training from where they stopped. Their
+    parameters must match a single-process replay of the same steps."""
+    import torch.nn as nn
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    dist.init_process_group("strata", timeout=timedelta(seconds=float(timeout_s)))
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4))
+    initial = [p.detach().clone() for p in model.parameters()]
+
+    def batch(rank, step):
+        g = torch.Generator().manual_seed(1000 * step + rank)
+        return torch.randn(8, 16, generator=g), torch.randn(8, 4, generator=g)
+
+    def train_steps(ddp, opt, rank, steps):
+        for step in steps:
+            x, y = batch(rank, step)
+            opt.zero_grad()
+            nn.functional.mse_loss(ddp(x), y).backward()
+            opt.step()
+
+    ddp = DDP(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    failed_at = None
+    for step in range(50):
+        if step == 5 and RANK == WORLD - 1:
+            os._exit(9)
+        try:
+            train_steps(ddp, opt, RANK, [step])
+        except Exception as e:  # noqa: BLE001
+            print(f"rank {RANK}: step {step} raised {type(e).__name__}: {str(e)[:200]}", flush=True)
+            failed_at = step
+            break
+    if failed_at != 5:
+        failures.append(f"the failure surfaced at step {failed_at}, not 5")
+        return
+    # Abort the broken group (no collective: the peer is gone), then a new one.
+    dist.destroy_process_group()
+    survivors = list(range(WORLD - 1))
+    port = int(os.environ["MASTER_PORT"]) + 2
+    dist.init_process_group("strata", init_method=f"tcp://127.0.0.1:{port}", rank=RANK,
+                            world_size=len(survivors), timeout=timedelta(seconds=float(timeout_s)))
+    ddp = DDP(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    train_steps(ddp, opt, RANK, range(5, 15))
+    # Replay: steps 0-4 average all WORLD ranks' gradients, steps 5-14 the survivors'.
+    ref = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4))
+    with torch.no_grad():
+        for p, q in zip(ref.parameters(), initial):
+            p.copy_(q)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    for step in range(15):
+        ranks = range(WORLD) if step < 5 else survivors
+        ref_opt.zero_grad()
+        for r in ranks:
+            x, y = batch(r, step)
+            (nn.functional.mse_loss(ref(x), y) / len(ranks)).backward()
+        ref_opt.step()
+    params_close("after recovery vs replay", model, ref, rtol=1e-5, atol=1e-6)
+    print(f"rank {RANK}: carried on as rank {dist.get_rank()} of {dist.get_world_size()}", flush=True)
+    dist.destroy_process_group()
+
+
 def main():
     scenario, args = sys.argv[1], sys.argv[2:]
     globals()[f"scenario_{scenario}"](*args)

@@ -46,6 +46,15 @@ def test_dead_peer_raises_on_every_other_rank_within_timeout(world):
     assert res.seconds < timeout_s + 30, f"took {res.seconds:.0f} s"
 
 
+@pytest.mark.parametrize("world", [3])
+def test_survivors_recover_from_a_dead_rank_and_keep_training(world):
+    res = run("elastic", world, 20, timeout=180)
+    assert res.codes[-1] == 9, res.outputs[-1]
+    for r in range(world - 1):
+        assert res.codes[r] == 0, f"rank {r} (exit {res.codes[r]}):\n{res.outputs[r][-3000:]}"
+        assert f"carried on as rank {r} of {world - 1}" in res.outputs[r], res.outputs[r][-3000:]
+
+
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs Open MPI's mpirun (scripts/setup.sh test installs it)")
 def test_mpirun_with_master_addr():
     port = free_port()

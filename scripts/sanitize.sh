@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The sanitizer and fuzz jobs (scripts/test.sh runs them; CI with it):
+#   build-asan/  clang, AddressSanitizer + UndefinedBehaviorSanitizer (every report
+#                fatal) and libFuzzer: the unit tests, the multi-process tests over
+#                every transport at 3 ranks plus the failure, fusion, observability
+#                and recovery tests, and each fuzz target for STRATA_FUZZ_SECONDS (30).
+#   build-tsan/  ThreadSanitizer: the threaded parts (fusion contexts' threads, the
+#                bootstrap root thread, the SIGUSR1 dump thread) and their callers.
+# Usage: scripts/sanitize.sh [asan|tsan]   (both by default)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh test
+jobs=${1:-all}
+clang_build() {  # dir, sanitizers, extra cmake args...
+  local dir=$1 san=$2
+  shift 2
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+    -DCMAKE_CXX_COMPILER=clang++ -DSTRATA_SANITIZE="$san" -DSTRATA_BUILD_BENCH=OFF "$@" >/dev/null
+  cmake --build "$dir" --parallel "$(nproc)"
+}
+multiproc='Collectives.*/(shm_3ranks|tcp_3ranks_2sockets|ofi_3ranks_tcp|ucx_3ranks_tcp)$'
+multiproc+='|KilledRank.*/(shm_3|tcp_4|ofi_3_tcp|ucx_3_tcp)$|GroupFusion.*/shm_3ranks$|FusionContextTest.*/3ranks$'
+multiproc+='|^(BadInput|Kinds/Mismatch|SilentRank|Strangers|P2P|FusionContext|GroupFusion|FlightRecorder'
+multiproc+='|Recovery|Stats|Trace|Barrier|Launchers/InitFromEnv|InitFromEnvErrors|TopoFileErrors)\.'
+if [ "$jobs" = all ] || [ "$jobs" = asan ]; then
+  clang_build build-asan address,undefined -DSTRATA_FUZZ=ON -DSTRATA_FUZZ_SECONDS="${STRATA_FUZZ_SECONDS:-30}"
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+  export LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  ctest --test-dir build-asan --output-on-failure --timeout 900 -L 'unit|fuzz'
+  ctest --test-dir build-asan --output-on-failure --timeout 900 -L multiproc -R "$multiproc"
+fi
+if [ "$jobs" = all ] || [ "$jobs" = tsan ]; then
+  clang_build build-tsan thread
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp
+  ctest --test-dir build-tsan --output-on-failure --timeout 900 -L unit -R 'Fusion|Plan'
+  ctest --test-dir build-tsan --output-on-failure --timeout 900 -L multiproc \
+    -R '^(FusionContext|FlightRecorder\.Sigusr|Recovery|Strangers|Stats)\.|FusionContextTest.*/3ranks$|Collectives.*/shm_3ranks$'
+fi

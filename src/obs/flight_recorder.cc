@@ -1,0 +1,89 @@
+#include "obs/flight_recorder.h"
+
+#include <ctime>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+namespace strata {
+
+uint64_t FlightRecorder::begin(const OpRecord& r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t id = next_++;
+  if (ring_.empty()) return id;
+  OpRecord& slot = ring_[id % ring_.size()];
+  slot = r;
+  slot.id = id;
+  return id;
+}
+
+OpRecord* FlightRecorder::find(uint64_t id) {
+  if (ring_.empty()) return nullptr;
+  OpRecord& slot = ring_[id % ring_.size()];
+  return slot.id == id ? &slot : nullptr;
+}
+
+void FlightRecorder::finish(uint64_t id, OpState state, int64_t endUs, int64_t waitUs,
+                            const std::string& note) {
+  std::lock_guard<std::mutex> lock(mu_);
+  OpRecord* r = find(id);
+  if (!r) return;
+  r->state = state;
+  r->endUs = endUs;
+  r->waitUs = waitUs;
+  if (!note.empty()) r->note = note;
+}
+
+void FlightRecorder::note(uint64_t id, const std::string& note) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (OpRecord* r = find(id)) r->note = note;
+}
+
+std::vector<OpRecord> FlightRecorder::snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<OpRecord> out;
+  if (ring_.empty() || next_ == 1) return out;
+  uint64_t first = next_ > ring_.size() ? next_ - ring_.size() : 1;
+  for (uint64_t id = first; id < next_; ++id) {
+    const OpRecord& r = ring_[id % ring_.size()];
+    if (r.id == id) out.push_back(r);
+  }
+  return out;
+}
+
+namespace {
+
+std::string wallClock(int64_t wallUs) {
+  time_t secs = time_t(wallUs / 1000000);
+  struct tm tm;
+  localtime_r(&secs, &tm);
+  char buf[32];
+  strftime(buf, sizeof(buf), "%H:%M:%S", &tm);
+  return strata::format("%s.%06lld", buf, (long long)(wallUs % 1000000));
+}
+
+}  // namespace
+
+std::string FlightRecorder::format(const std::string& header, const std::vector<std::string>& context,
+                                   const std::vector<OpRecord>& ops, int64_t steadyToWallUs,
+                                   int64_t nowSteadyUs) {
+  std::string s = header + "\n";
+  for (const std::string& line : context) s += "  " + line + "\n";
+  s += strata::format("  %-28s %-22s %14s %-20s %-8s %-15s %12s %12s  %s\n", "operation", "shape",
+                      "bytes", "algorithm", "state", "started", "duration_us", "wait_us",
+                      "note");
+  for (const OpRecord& r : ops) {
+    std::string shape =
+        r.p2p ? std::string("-")
+              : strata::format("%s x %llu", dtypeName(r.desc.dtype), (unsigned long long)r.desc.count);
+    int64_t end = r.state == OpState::kRunning ? nowSteadyUs : r.endUs;
+    s += strata::format("  %-28s %-22s %14llu %-20s %-8s %-15s %12lld %12lld  %s\n", r.name().c_str(),
+                        shape.c_str(), (unsigned long long)r.bytes, r.algorithm, opStateName(r.state),
+                        wallClock(r.startUs + steadyToWallUs).c_str(), (long long)(end - r.startUs),
+                        (long long)r.waitUs, r.note.c_str());
+  }
+  if (ops.empty()) s += "  (no operations yet)\n";
+  return s;
+}
+
+}  // namespace strata

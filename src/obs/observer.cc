@@ -1,0 +1,199 @@
+#include "obs/observer.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "bootstrap/socket.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "obs/trace_sink.h"
+#include "topo/topology.h"
+
+namespace strata {
+
+namespace {
+
+int64_t wallUs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
+
+std::string expandPath(std::string path, int rank) {
+  for (size_t at; (at = path.find("%r")) != std::string::npos;) path.replace(at, 2, std::to_string(rank));
+  for (size_t at; (at = path.find("%p")) != std::string::npos;) path.replace(at, 2, std::to_string(getpid()));
+  return path;
+}
+
+}  // namespace
+
+Observer::Observer(const ObserverIdentity& who, const Config& config, const Topology* topo)
+    : who_(who), config_(config), topo_(topo), steadyToWallUs_(wallUs() - nowUs()),
+      recorder_(size_t(std::max(0, config.flightRecorderEntries))),
+      transportOf_(size_t(who.nranks), uint8_t(strataNumTransports)) {
+  if (!config.traceFile.empty() && !kTracingBuilt)
+    STRATA_WARN("STRATA_TRACE_FILE is set but this build has no tracing (-DSTRATA_TRACING=OFF)");
+  if (!config.traceFile.empty() && kTracingBuilt) {
+    trace_ = &TraceSink::open(config.traceFile, who.rank);
+    traceTid_ = trace_->addThread(format("comm %08llx rank %d of %d",
+                                         (unsigned long long)(who.commTag & 0xffffffffu), who.rank,
+                                         who.nranks));
+  }
+}
+
+Observer::~Observer() {
+  if (trace_) trace_->flush();
+}
+
+std::string Observer::who() const {
+  return format("rank %d of %d (pid %d, comm %08llx)", who_.rank, who_.nranks, int(getpid()),
+                (unsigned long long)(who_.commTag & 0xffffffffu));
+}
+
+uint64_t Observer::begin(const Plan& plan, bool p2p) {
+  OpRecord r;
+  if (!plan.ops.empty()) r.desc = plan.ops[0];
+  r.p2p = p2p;
+  if (p2p) {
+    r.desc.count = plan.ops.size();
+    for (size_t i = 0; i < plan.peers.size(); ++i) r.bytes += plan.bytesTo[i] + plan.bytesFrom[i];
+  } else {
+    r.bytes = dataBytes(r.desc, who_.nranks);
+    r.busFactor = busFactor(r.desc.coll, who_.nranks);
+  }
+  size_t n = std::min(plan.algorithm.size(), sizeof(r.algorithm) - 1);
+  std::copy_n(plan.algorithm.data(), n, r.algorithm);
+  r.startUs = nowUs();
+  uint64_t id = recorder_.begin(r);
+  std::lock_guard<std::mutex> lock(mu_);
+  current_ = id;
+  running_ = r;
+  running_.id = id;
+  return id;
+}
+
+void Observer::end(uint64_t id, const Plan& plan, const ExecProbe& probe, const char* error) {
+  int64_t end = nowUs();
+  OpState state = error ? OpState::kFailed : OpState::kDone;
+  recorder_.finish(id, state, end, probe.waitUs, error ? error : "");
+  OpRecord r;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (current_ != id) return;
+    current_ = 0;
+    running_.state = state;
+    running_.endUs = end;
+    running_.waitUs = probe.waitUs;
+    if (error) running_.note = error;
+    stats_.add(running_, &plan, transportOf_);
+    if (!trace_) return;
+    r = running_;
+  }
+  trace(r, plan, probe);
+}
+
+void Observer::longWait(const std::string& whatItWaitsFor) {
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    id = current_;
+  }
+  if (id) recorder_.note(id, whatItWaitsFor);
+}
+
+void Observer::linkOpened(int peer, unsigned transport) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (size_t(peer) < transportOf_.size()) transportOf_[size_t(peer)] = uint8_t(transport);
+  stats_.linkOpened(transport);
+}
+
+strataStats_t Observer::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_.totals();
+}
+
+std::string Observer::statsSummary() const { return CommStats::summary(stats(), who()); }
+
+void Observer::dump(const std::string& why, const std::vector<std::string>& context) noexcept {
+  try {
+    if (!recorder_.enabled()) return;
+    std::string text = FlightRecorder::format(
+        format("strata flight recorder: %s, dumped on %s", who().c_str(), why.c_str()), context,
+        recorder_.snapshot(), steadyToWallUs_, nowUs());
+    FILE* out = stderr;
+    if (!config_.flightRecorderFile.empty()) {
+      std::string path = expandPath(config_.flightRecorderFile, who_.rank);
+      out = std::fopen(path.c_str(), "a");
+      if (!out) {
+        STRATA_WARN("cannot open STRATA_FLIGHT_RECORDER_FILE %s; dumping to stderr", path.c_str());
+        out = stderr;
+      }
+    }
+    std::fwrite(text.data(), 1, text.size(), out);
+    if (out != stderr) std::fclose(out);
+    else std::fflush(stderr);
+  } catch (...) {
+  }
+}
+
+// One operation as trace events: the operation, its phases grouped by where
+// their peers are (inter-node / intra-node / local), and inside them the spans
+// spent in reduce / copy kernels and waiting for peers.
+void Observer::trace(const OpRecord& r, const Plan& plan, const ExecProbe& probe) {
+  auto ts = [&](int64_t steady) { return steady + steadyToWallUs_; };
+  const OpDesc& d = r.desc;
+  std::string args = format(
+      "\"comm\":\"%08llx\",\"rank\":%d,\"nranks\":%d,\"seq\":%llu,\"coll\":\"%s\",\"count\":%llu,"
+      "\"dtype\":\"%s\",\"bytes\":%llu,\"algorithm\":\"%s\",\"wait_us\":%lld,\"state\":\"%s\"",
+      (unsigned long long)(who_.commTag & 0xffffffffu), who_.rank, who_.nranks,
+      (unsigned long long)d.seq, r.p2p ? "send_recv" : collName(d.coll), (unsigned long long)d.count,
+      dtypeName(d.dtype), (unsigned long long)r.bytes, jsonEscape(r.algorithm).c_str(),
+      (long long)r.waitUs, opStateName(r.state));
+  if (r.state == OpState::kFailed) args += format(",\"error\":\"%s\"", jsonEscape(r.note).c_str());
+  auto event = [&](const std::string& name, const char* cat, int64_t start, int64_t end,
+                   const std::string& extra) {
+    trace_->write(format("{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
+                         "\"ts\":%lld,\"dur\":%lld,\"args\":{%s}}",
+                         jsonEscape(name).c_str(), cat, trace_->pid(), traceTid_,
+                         (long long)ts(start), (long long)std::max<int64_t>(end - start, 0),
+                         extra.c_str()));
+  };
+  event(r.name(), "collective", r.startUs, r.endUs, args);
+
+  static const char* classNames[] = {"local copy", "intra-node", "inter-node"};
+  auto classOf = [&](const Phase& ph) {
+    int cls = 0;
+    for (uint32_t i = 0; i < ph.count; ++i) {
+      const Flow& f = plan.flows[ph.first + i];
+      for (int peer : {f.peer, f.forwardPeer}) {
+        if (peer < 0) continue;
+        if (topo_ && topo_->nodeOf(peer) != topo_->nodeOf(who_.rank)) return 2;
+        cls = 1;
+      }
+    }
+    return cls;
+  };
+  for (size_t i = 0; i < probe.phases.size();) {
+    int cls = classOf(plan.phases[probe.phases[i].phase]);
+    size_t j = i;
+    int64_t wait = 0, kernel = 0;
+    while (j < probe.phases.size() && classOf(plan.phases[probe.phases[j].phase]) == cls) {
+      wait += probe.phases[j].waitUs;
+      kernel += probe.phases[j].kernelUs;
+      ++j;
+    }
+    event(classNames[cls], "phase", probe.phases[i].startUs, probe.phases[j - 1].endUs,
+          format("\"phases\":\"%u-%u\",\"wait_us\":%lld,\"kernel_us\":%lld", probe.phases[i].phase,
+                 probe.phases[j - 1].phase, (long long)wait, (long long)kernel));
+    i = j;
+  }
+  for (const ExecProbe::Span& k : probe.kernels) event("kernel/copy", "kernel", k.startUs, k.endUs, "");
+  for (const ExecProbe::Span& w : probe.waits) event("waiting for peers", "wait", w.startUs, w.endUs, "");
+  if (r.state == OpState::kFailed) trace_->flush();
+}
+
+}  // namespace strata

@@ -1,0 +1,64 @@
+#include "obs/op_record.h"
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+namespace strata {
+
+const char* opStateName(OpState s) {
+  switch (s) {
+    case OpState::kRunning: return "running";
+    case OpState::kDone: return "done";
+    case OpState::kFailed: return "failed";
+  }
+  return "?";
+}
+
+std::string OpRecord::name() const {
+  if (p2p) return format("send/recv (%llu ops)", (unsigned long long)desc.count);
+  return format("%s #%llu", collName(desc.coll), (unsigned long long)desc.seq);
+}
+
+strataStatColl_t statCollOf(const OpRecord& r) {
+  if (r.p2p) return strataStatSendRecv;
+  switch (r.desc.coll) {
+    case Coll::kAllReduce: return strataStatAllReduce;
+    case Coll::kReduceScatter: return strataStatReduceScatter;
+    case Coll::kAllGather: return strataStatAllGather;
+    case Coll::kBroadcast: return strataStatBroadcast;
+    case Coll::kReduce: return strataStatReduce;
+    case Coll::kAllToAll: return strataStatAllToAll;
+    case Coll::kBarrier: return strataStatBarrier;
+    default: return strataStatSendRecv;
+  }
+}
+
+const char* statCollName(strataStatColl_t c) {
+  static const char* names[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
+                                "reduce",     "alltoall",       "send_recv",  "barrier"};
+  return unsigned(c) < strataNumStatColls ? names[c] : "?";
+}
+
+uint64_t dataBytes(const OpDesc& d, int nranks) {
+  uint64_t b = d.count * dtypeSize(d.dtype);
+  switch (d.coll) {
+    case Coll::kReduceScatter:
+    case Coll::kAllGather:
+    case Coll::kAllToAll: return b * uint64_t(nranks);
+    case Coll::kBarrier: return 0;
+    default: return b;
+  }
+}
+
+double busFactor(Coll c, int nranks) {
+  double n = nranks;
+  switch (c) {
+    case Coll::kAllReduce: return 2 * (n - 1) / n;
+    case Coll::kReduceScatter:
+    case Coll::kAllGather:
+    case Coll::kAllToAll: return (n - 1) / n;
+    default: return 1;
+  }
+}
+
+}  // namespace strata
