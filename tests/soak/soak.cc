@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   }
   std::printf("soak: %zu random collectives on %d ranks, counts up to %zu, seed %llu\n", ops, ranks, maxCount,
               (unsigned long long)seed);
+  std::fflush(stdout);
   test::RankSpec spec;
   spec.nranks = ranks;
   spec.deadlineSec = 3600;
@@ -86,12 +87,13 @@ int main(int argc, char** argv) {
       if (i + 1 == warmup) baseline = residentKiB();
       if (i >= warmup && i % 250 == 0) peak = std::max(peak, residentKiB());
       if (rank == 0 && (i + 1) % 1000 == 0)
-        std::printf("soak: %zu operations verified; rank 0 resident %ld KiB\n", i + 1, residentKiB());
+        std::printf("soak: %zu operations verified; rank 0 resident %ld KiB\n", i + 1, residentKiB()), std::fflush(stdout);
     }
     peak = std::max(peak, residentKiB());
     long growth = peak - baseline;
     std::printf("soak: rank %d resident %ld KiB after warm-up, %ld KiB peak after (growth %ld KiB)\n", rank,
                 baseline, peak, growth);
+    std::fflush(stdout);
     RANK_EXPECT(growth <= maxGrowthKiB, "resident memory grew by %ld KiB (limit %ld)", growth, maxGrowthKiB);
     return problems;
   });
