@@ -1,5 +1,6 @@
 // Runtime dispatch to the best kernel variant for this CPU.
 #include "kernels/cpu/reduce.h"
+#include "kernels/cpu/half.h"
 
 #include <cstring>
 
@@ -45,17 +46,8 @@ void divide(void* out, const void* in, size_t count, strataDataType_t dtype, uin
 
 const char* isaName() { return dispatch().name; }
 
-float halfToFloat(uint16_t h) {
-  _Float16 v;
-  std::memcpy(&v, &h, 2);
-  return float(v);
-}
-uint16_t floatToHalf(float f) {
-  _Float16 v = _Float16(f);
-  uint16_t h;
-  std::memcpy(&h, &v, 2);
-  return h;
-}
+float halfToFloat(uint16_t h) { return halfBitsToFloat(h); }
+uint16_t floatToHalf(float f) { return floatToHalfBits(f); }
 float bf16ToFloat(uint16_t b) {
   uint32_t u = uint32_t(b) << 16;
   float f;

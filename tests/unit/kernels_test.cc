@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "kernels/cpu/half.h"
 #include "kernels/cpu/reduce.h"
 #include "support/reference.h"
 
@@ -116,5 +117,52 @@ TEST(KernelDispatch, PicksAVectorVariantOnThisCpu) {
   EXPECT_TRUE(isa == "avx512" || isa == "avx2" || isa == "generic") << isa;
 }
 
+// The software binary16 conversion (used where the compiler has no _Float16,
+// e.g. the clang fuzz build) against the compiler's, on every half and on
+// about a million floats spread over all bit patterns, boundaries included.
+TEST(HalfConversion, SoftwareMatchesTheCompilerBitForBit) {
+#ifndef __FLT16_MANT_DIG__
+  GTEST_SKIP() << "this compiler has no _Float16 to compare with";
+#else
+  for (uint32_t h = 0; h < 65536; ++h) {
+    float want = kernels::halfBitsToFloat(uint16_t(h)), got = kernels::halfBitsToFloatSoft(uint16_t(h));
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(got)) << h;
+      continue;
+    }
+    uint32_t a, b;
+    std::memcpy(&a, &want, 4);
+    std::memcpy(&b, &got, 4);
+    ASSERT_EQ(a, b) << "half bits " << h;
+  }
+  auto check = [](uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    uint16_t want = kernels::floatToHalfBits(f), got = kernels::floatToHalfBitsSoft(f);
+    bool wantNan = (want & 0x7c00) == 0x7c00 && (want & 0x3ff);
+    if (wantNan) {
+      ASSERT_TRUE((got & 0x7c00) == 0x7c00 && (got & 0x3ff)) << std::hex << bits;
+      ASSERT_EQ(want & 0x8000, got & 0x8000) << std::hex << bits;
+    } else {
+      ASSERT_EQ(want, got) << "float bits 0x" << std::hex << bits;
+    }
+  };
+  for (uint64_t bits = 0; bits < (uint64_t(1) << 32); bits += 4099) check(uint32_t(bits));
+  // Around every rounding boundary: the 2^13 float steps between halves, subnormals, overflow.
+  for (uint32_t h = 0; h < 0x7c00; ++h) {
+    float f = kernels::halfBitsToFloat(uint16_t(h));
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    for (int32_t d : {-4097, -4096, -4095, -1, 0, 1, 4095, 4096, 4097}) {
+      check(bits + uint32_t(d));
+      check((bits + uint32_t(d)) | 0x80000000u);
+    }
+  }
+  for (uint32_t bits : {0x33000000u, 0x33000001u, 0x32ffffffu, 0x477fefffu, 0x477ff000u, 0x477ff001u, 0x7f800000u})
+    check(bits);
+#endif
+}
+
 }  // namespace
 }  // namespace strata
+
