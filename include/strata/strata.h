@@ -183,7 +183,7 @@ typedef struct {
   uint64_t failed;      ///< operations that returned an error
   uint64_t bytes;       ///< data size as nccl-tests defines it (all-reduce: count x size; all-gather: the whole output)
   double seconds;       ///< wall time from the start of the operation to its end
-  double waitSeconds;   ///< of which no data could move (waiting for peers)
+  double waitSeconds;   ///< of which no data could move (waiting for peers), beyond a brief spin
   double busBytes;      ///< bytes x the bus factor (all-reduce 2(n-1)/n, ...): busbw = busBytes / seconds
 } strataCollStats_t;
 

@@ -440,9 +440,10 @@ class PlanRunner {
         w.text += format(" rank %d to take data%s%s;", out, progress.c_str(), peerState(out).c_str());
     }
     w.peersArrived = any && allArrived;
+    if (!w.text.empty() && w.text.back() == ';') w.text.pop_back();
     if (!absent.empty()) {
       absent.resize(absent.size() - 2);
-      w.text += " " + absent;
+      w.text += "; " + absent;
     } else if (!w.peersArrived) {
       w.text += " (that rank never called it, or is stuck)";
     }

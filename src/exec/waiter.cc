@@ -29,8 +29,10 @@ int64_t Waiter::graceUs(int timeoutMs) {
 }
 
 void Waiter::endIdleSpan() {
-  int64_t now = nowUs();
-  if (probe_) {
+  // A span that ended while still spinning read no clock: it counts as no wait
+  // (at most kSpins pauses, a microsecond or two), so short waits cost nothing.
+  if (idleCount_ > kSpins && probe_) {
+    int64_t now = nowUs();
     probe_->waitUs += now - idleSinceUs_;
     if (kTracingBuilt && probe_->tracing && now - idleSinceUs_ >= ExecProbe::kTracedWaitUs &&
         probe_->waits.size() < ExecProbe::kMaxTracedWaits)
@@ -60,13 +62,13 @@ void Waiter::pollLinks(int timeoutMs) {
 }
 
 void Waiter::idle(const std::function<WaitState()>& describe) {
-  if (idleCount_++ == 0) idleSinceUs_ = nowUs();
-  if (idleCount_ < kSpins) {
+  if (++idleCount_ <= kSpins) {
     __builtin_ia32_pause();
     return;
   }
   for (Channel* ch : comm_.links()) ch->progress();
   int64_t now = nowUs();
+  if (idleCount_ == kSpins + 1) idleSinceUs_ = now;  // the wait is timed from the end of spinning
   int64_t idleUs = now - idleSinceUs_;
   if (idleUs / 1000 >= timeoutMs_) {
     if (deferredUntilUs_ == 0) {

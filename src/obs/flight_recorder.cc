@@ -7,40 +7,19 @@
 
 namespace strata {
 
-uint64_t FlightRecorder::begin(const OpRecord& r) {
-  std::lock_guard<std::mutex> lock(mu_);
+OpRecord& FlightRecorder::start() {
   uint64_t id = next_++;
-  if (ring_.empty()) return id;
-  OpRecord& slot = ring_[id % ring_.size()];
-  slot = r;
+  OpRecord& slot = ring_.empty() ? scratch_ : ring_[id % ring_.size()];
   slot.id = id;
-  return id;
+  return slot;
 }
 
 OpRecord* FlightRecorder::find(uint64_t id) {
-  if (ring_.empty()) return nullptr;
-  OpRecord& slot = ring_[id % ring_.size()];
+  OpRecord& slot = ring_.empty() ? scratch_ : ring_[id % ring_.size()];
   return slot.id == id ? &slot : nullptr;
 }
 
-void FlightRecorder::finish(uint64_t id, OpState state, int64_t endUs, int64_t waitUs,
-                            const std::string& note) {
-  std::lock_guard<std::mutex> lock(mu_);
-  OpRecord* r = find(id);
-  if (!r) return;
-  r->state = state;
-  r->endUs = endUs;
-  r->waitUs = waitUs;
-  if (!note.empty()) r->note = note;
-}
-
-void FlightRecorder::note(uint64_t id, const std::string& note) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (OpRecord* r = find(id)) r->note = note;
-}
-
 std::vector<OpRecord> FlightRecorder::snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
   std::vector<OpRecord> out;
   if (ring_.empty() || next_ == 1) return out;
   uint64_t first = next_ > ring_.size() ? next_ - ring_.size() : 1;

@@ -1,13 +1,12 @@
 // The flight recorder: the last N operations of one communicator (what, how
 // big, which algorithm, state, timestamps, what a long wait is waiting for),
 // kept in memory and written out on a timeout, an abort or SIGUSR1, so that
-// a hung job says where each rank is. Thread-safe: the operation's thread
-// writes while a dump may read from another.
+// a hung job says where each rank is. Not locked itself: the Observer holds
+// its lock around every call, so a dump from another thread is safe.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -19,11 +18,11 @@ class FlightRecorder {
  public:
   explicit FlightRecorder(size_t capacity) : ring_(capacity) {}
   bool enabled() const { return !ring_.empty(); }
-  // Records the start of an operation; returns its id.
-  uint64_t begin(const OpRecord& r);
-  void finish(uint64_t id, OpState state, int64_t endUs, int64_t waitUs, const std::string& note);
-  // Notes what the running operation `id` waits for.
-  void note(uint64_t id, const std::string& note);
+  // The record for a new operation (the oldest one's slot, reused; with no
+  // capacity a scratch record), its id set. The caller fills the rest.
+  OpRecord& start();
+  // The record of operation `id` while it is still held; null otherwise.
+  OpRecord* find(uint64_t id);
   // Oldest first.
   std::vector<OpRecord> snapshot() const;
 
@@ -34,9 +33,8 @@ class FlightRecorder {
                             int64_t nowSteadyUs);
 
  private:
-  OpRecord* find(uint64_t id);
-  mutable std::mutex mu_;
   std::vector<OpRecord> ring_;
+  OpRecord scratch_;  // the record when the ring has no capacity
   uint64_t next_ = 1;
 };
 

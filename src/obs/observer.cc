@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "bootstrap/socket.h"
 #include "core/dtype.h"
@@ -55,9 +56,13 @@ std::string Observer::who() const {
 }
 
 uint64_t Observer::begin(const Plan& plan, bool p2p) {
-  OpRecord r;
-  if (!plan.ops.empty()) r.desc = plan.ops[0];
+  int64_t start = nowUs();
+  std::lock_guard<SpinLock> lock(mu_);
+  OpRecord& r = recorder_.start();
+  r.desc = plan.ops.empty() ? OpDesc{} : plan.ops[0];
   r.p2p = p2p;
+  r.bytes = 0;
+  r.busFactor = 1;
   if (p2p) {
     r.desc.count = plan.ops.size();
     for (size_t i = 0; i < plan.peers.size(); ++i) r.bytes += plan.bytesTo[i] + plan.bytesFrom[i];
@@ -66,53 +71,48 @@ uint64_t Observer::begin(const Plan& plan, bool p2p) {
     r.busFactor = busFactor(r.desc.coll, who_.nranks);
   }
   size_t n = std::min(plan.algorithm.size(), sizeof(r.algorithm) - 1);
-  std::copy_n(plan.algorithm.data(), n, r.algorithm);
-  r.startUs = nowUs();
-  uint64_t id = recorder_.begin(r);
-  std::lock_guard<std::mutex> lock(mu_);
-  current_ = id;
-  running_ = r;
-  running_.id = id;
-  return id;
+  std::memcpy(r.algorithm, plan.algorithm.data(), n);
+  r.algorithm[n] = '\0';
+  r.state = OpState::kRunning;
+  r.startUs = start;
+  r.endUs = r.waitUs = 0;
+  r.note.clear();
+  current_ = r.id;
+  return r.id;
 }
 
 void Observer::end(uint64_t id, const Plan& plan, const ExecProbe& probe, const char* error) {
   int64_t end = nowUs();
-  OpState state = error ? OpState::kFailed : OpState::kDone;
-  recorder_.finish(id, state, end, probe.waitUs, error ? error : "");
-  OpRecord r;
+  OpRecord traced;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (current_ != id) return;
-    current_ = 0;
-    running_.state = state;
-    running_.endUs = end;
-    running_.waitUs = probe.waitUs;
-    if (error) running_.note = error;
-    stats_.add(running_, &plan, transportOf_);
+    std::lock_guard<SpinLock> lock(mu_);
+    if (current_ == id) current_ = 0;
+    OpRecord* r = recorder_.find(id);
+    if (!r) return;
+    r->state = error ? OpState::kFailed : OpState::kDone;
+    r->endUs = end;
+    r->waitUs = probe.waitUs;
+    if (error) r->note = error;
+    stats_.add(*r, &plan, transportOf_);
     if (!trace_) return;
-    r = running_;
+    traced = *r;
   }
-  trace(r, plan, probe);
+  trace(traced, plan, probe);
 }
 
 void Observer::longWait(const std::string& whatItWaitsFor) {
-  uint64_t id;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    id = current_;
-  }
-  if (id) recorder_.note(id, whatItWaitsFor);
+  std::lock_guard<SpinLock> lock(mu_);
+  if (OpRecord* r = current_ ? recorder_.find(current_) : nullptr) r->note = whatItWaitsFor;
 }
 
 void Observer::linkOpened(int peer, unsigned transport) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   if (size_t(peer) < transportOf_.size()) transportOf_[size_t(peer)] = uint8_t(transport);
   stats_.linkOpened(transport);
 }
 
 strataStats_t Observer::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<SpinLock> lock(mu_);
   return stats_.totals();
 }
 
@@ -121,9 +121,14 @@ std::string Observer::statsSummary() const { return CommStats::summary(stats(), 
 void Observer::dump(const std::string& why, const std::vector<std::string>& context) noexcept {
   try {
     if (!recorder_.enabled()) return;
+    std::vector<OpRecord> ops;
+    {
+      std::lock_guard<SpinLock> lock(mu_);
+      ops = recorder_.snapshot();
+    }
     std::string text = FlightRecorder::format(
-        format("strata flight recorder: %s, dumped on %s", who().c_str(), why.c_str()), context,
-        recorder_.snapshot(), steadyToWallUs_, nowUs());
+        format("strata flight recorder: %s, dumped on %s", who().c_str(), why.c_str()), context, ops,
+        steadyToWallUs_, nowUs());
     FILE* out = stderr;
     if (!config_.flightRecorderFile.empty()) {
       std::string path = expandPath(config_.flightRecorderFile, who_.rank);

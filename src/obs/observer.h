@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -20,6 +21,21 @@ namespace strata {
 
 class Topology;
 class TraceSink;
+
+// The observer's lock: taken twice per operation and almost never contended
+// (only a dump from another thread competes), so a spin lock: one atomic
+// exchange to take, one store to release.
+class SpinLock {
+ public:
+  void lock() {
+    while (locked_.exchange(true, std::memory_order_acquire))
+      while (locked_.load(std::memory_order_relaxed)) __builtin_ia32_pause();
+  }
+  void unlock() { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
 
 struct ObserverIdentity {
   int rank = 0, nranks = 1;
@@ -52,12 +68,11 @@ class Observer : public LongWaitSink {
   const Config& config_;
   const Topology* topo_;
   int64_t steadyToWallUs_;
-  mutable std::mutex mu_;  // stats_, transportOf_, current_
+  mutable SpinLock mu_;  // everything below: recorder_, stats_, transportOf_, current_
   FlightRecorder recorder_;
   CommStats stats_;
   std::vector<uint8_t> transportOf_;  // per peer; strataNumTransports = no link yet
   uint64_t current_ = 0;              // the running operation's id (0: none)
-  OpRecord running_;                  // its record (for stats and trace at end)
   TraceSink* trace_ = nullptr;
   int traceTid_ = 0;
 };

@@ -208,13 +208,20 @@ TEST(FlightRecorder, SigusrDumpsAHungCollective) {
   EXPECT_EQ(both.find("rank 1 never arrived"), std::string::npos) << both;
 }
 
-// Four ranks, rank 2 late by 30 ms for every collective: the merged trace's
-// straggler report (tools/strata-trace) names rank 2.
+// Four ranks on two pretend nodes (a topology file), rank 2 late by 30 ms for
+// every collective: the trace has intra- and inter-node phases, kernel and
+// wait spans, and the merged trace's straggler report (tools/strata-trace)
+// names rank 2.
 TEST(Trace, StragglerReportNamesTheDelayedRank) {
   std::string dir = tempDir();
+  {
+    std::ofstream topo(dir + "/topo.json");
+    topo << R"({"ranks": [{"node": 0}, {"node": 0}, {"node": 1}, {"node": 1}]})";
+  }
   test::RankSpec spec;
   spec.nranks = 4;
-  spec.env = {{"STRATA_TRACE_FILE", dir + "/trace-%r.json"}};
+  spec.env = {{"STRATA_TRACE_FILE", dir + "/trace-%r.json"}, {"STRATA_TOPO_FILE", dir + "/topo.json"},
+              {"STRATA_ALGO", "hier_ring"}};
   auto outcomes = test::runRanks(spec, [&](int rank, int, strataComm_t comm, const strataUniqueId&) {
     int problems = 0;
     std::vector<float> buf(65536, 1.0f);
@@ -230,6 +237,8 @@ TEST(Trace, StragglerReportNamesTheDelayedRank) {
   std::string trace0 = readFile(dir + "/trace-0.json");
   EXPECT_NE(trace0.find("\"cat\":\"collective\""), std::string::npos) << trace0.substr(0, 2000);
   EXPECT_NE(trace0.find("\"name\":\"intra-node\""), std::string::npos);
+  EXPECT_NE(trace0.find("\"name\":\"inter-node\""), std::string::npos);
+  EXPECT_NE(trace0.find("\"algorithm\":\"hier_ring\""), std::string::npos);
   EXPECT_NE(trace0.find("\"name\":\"waiting for peers\""), std::string::npos);
   EXPECT_NE(trace0.find("\"name\":\"kernel/copy\""), std::string::npos);
   std::string cmd = std::string("python3 ") + STRATA_SOURCE_DIR + "/tools/strata-trace " + dir +
