@@ -2,7 +2,8 @@
 # The sanitizer and fuzz jobs (scripts/test.sh runs them; CI with it):
 #   build-asan/  clang, AddressSanitizer + UndefinedBehaviorSanitizer (every report
 #                fatal) and libFuzzer: the unit tests, the multi-process tests over
-#                every transport at 3 ranks plus the failure, fusion, observability
+#                every transport at 3 ranks, the hierarchical algorithms on pretend
+#                nodes, large grouped send/recv, the failure, fusion, observability
 #                and recovery tests, and each fuzz target for STRATA_FUZZ_SECONDS (30).
 #   build-tsan/  ThreadSanitizer: the threaded parts (fusion contexts' threads, the
 #                bootstrap root thread, the SIGUSR1 dump thread) and their callers.
@@ -20,6 +21,7 @@ clang_build() {  # dir, sanitizers, extra cmake args...
 }
 multiproc='Collectives.*/(shm_3ranks|tcp_3ranks_2sockets|ofi_3ranks_tcp|ucx_3ranks_tcp)$'
 multiproc+='|KilledRank.*/(shm_3|tcp_4|ofi_3_tcp|ucx_3_tcp)$|GroupFusion.*/shm_3ranks$|FusionContextTest.*/3ranks$'
+multiproc+='|^Forced/TopoFileAlgorithms\.|^Sizes/RingShift\.'
 multiproc+='|^(BadInput|Kinds/Mismatch|SilentRank|Strangers|P2P|FusionContext|GroupFusion|FlightRecorder'
 multiproc+='|Recovery|Stats|Trace|Barrier|Launchers/InitFromEnv|InitFromEnvErrors|TopoFileErrors)\.'
 if [ "$jobs" = all ] || [ "$jobs" = asan ]; then
