@@ -98,10 +98,9 @@ void Comm::buildTopology() {
   }
   if (rank_ == 0 && logLevel() >= LogLevel::kInfo) STRATA_INFO("%s", topo_.summary().c_str());
   if (!config_.topoDumpFile.empty()) {
-    std::string path = config_.topoDumpFile;
-    size_t at = path.find("%r");
-    if (at != std::string::npos) path.replace(at, 2, std::to_string(rank_));
-    if (rank_ == 0 || at != std::string::npos) writeTopologyFile(topo_, path);
+    // Without %r only rank 0 writes (every rank has the same topology).
+    bool perRank = config_.topoDumpFile.find("%r") != std::string::npos;
+    if (rank_ == 0 || perRank) writeTopologyFile(topo_, expandFilePattern(config_.topoDumpFile, rank_));
   }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <strings.h>
+#include <unistd.h>
 
 #include "core/error.h"
 
@@ -125,6 +126,12 @@ Config readConfig() {
   c.masterAddr = envString("MASTER_ADDR");
   c.masterPort = envString("MASTER_PORT");
   return c;
+}
+
+std::string expandFilePattern(std::string path, int rank) {
+  for (size_t at; (at = path.find("%r")) != std::string::npos;) path.replace(at, 2, std::to_string(rank));
+  for (size_t at; (at = path.find("%p")) != std::string::npos;) path.replace(at, 2, std::to_string(getpid()));
+  return path;
 }
 
 std::string Config::describe() const {

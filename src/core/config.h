@@ -61,5 +61,7 @@ struct Config {
   std::string describe() const;    // one line per variable, for INFO logs
 };
 Config readConfig();
+// A file name from a setting with its placeholders filled: %r the rank, %p the pid.
+std::string expandFilePattern(std::string pattern, int rank);
 
 }  // namespace strata

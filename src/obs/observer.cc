@@ -9,6 +9,7 @@
 
 #include "bootstrap/socket.h"
 #include "core/dtype.h"
+#include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "obs/trace_sink.h"
@@ -24,11 +25,6 @@ int64_t wallUs() {
   return int64_t(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
 }
 
-std::string expandPath(std::string path, int rank) {
-  for (size_t at; (at = path.find("%r")) != std::string::npos;) path.replace(at, 2, std::to_string(rank));
-  for (size_t at; (at = path.find("%p")) != std::string::npos;) path.replace(at, 2, std::to_string(getpid()));
-  return path;
-}
 
 }  // namespace
 
@@ -131,7 +127,7 @@ void Observer::dump(const std::string& why, const std::vector<std::string>& cont
         steadyToWallUs_, nowUs());
     FILE* out = stderr;
     if (!config_.flightRecorderFile.empty()) {
-      std::string path = expandPath(config_.flightRecorderFile, who_.rank);
+      std::string path = expandFilePattern(config_.flightRecorderFile, who_.rank);
       out = std::fopen(path.c_str(), "a");
       if (!out) {
         STRATA_WARN("cannot open STRATA_FLIGHT_RECORDER_FILE %s; dumping to stderr", path.c_str());

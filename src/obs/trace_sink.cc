@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/config.h"
 #include "core/error.h"
 
 namespace strata {
@@ -22,11 +23,6 @@ void flushAtExit() {
   if (gSink) gSink->flush();
 }
 
-std::string expand(std::string path, int rank) {
-  for (size_t at; (at = path.find("%r")) != std::string::npos;) path.replace(at, 2, std::to_string(rank));
-  for (size_t at; (at = path.find("%p")) != std::string::npos;) path.replace(at, 2, std::to_string(getpid()));
-  return path;
-}
 
 }  // namespace
 
@@ -35,7 +31,7 @@ TraceSink::TraceSink(FILE* f, int pid, const std::string& path) : file_(f), pid_
 TraceSink& TraceSink::open(const std::string& pattern, int rank) {
   std::lock_guard<std::mutex> lock(openMutex());
   if (gSink) return *gSink;
-  std::string path = expand(pattern, rank);
+  std::string path = expandFilePattern(pattern, rank);
   FILE* f = std::fopen(path.c_str(), "w");
   if (!f)
     fail(strataSystemError, "STRATA_TRACE_FILE: cannot create %s: %s", path.c_str(), std::strerror(errno));
