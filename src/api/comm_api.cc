@@ -44,14 +44,6 @@ uint16_t startRoot(uint16_t port, const Secret& secret, int timeoutMs) {
   return bound;
 }
 
-Secret secretFromText(const std::string& text) {
-  Secret s{};
-  uint64_t a = hash64("strata-secret-a:" + text), b = hash64("strata-secret-b:" + text);
-  std::memcpy(s.data(), &a, 8);
-  std::memcpy(s.data() + 8, &b, 8);
-  return s;
-}
-
 void initComm(strataComm_t* out, int nranks, const strataUniqueId& id, int rank,
               const strataConfig_t* user) {
   if (!out) fail(strataInvalidArgument, "the output communicator pointer is NULL");

@@ -43,6 +43,14 @@ Secret randomSecret() {
   return s;
 }
 
+Secret secretFromText(const std::string& text) {
+  Secret s{};
+  uint64_t a = hash64("strata-secret-a:" + text), b = hash64("strata-secret-b:" + text);
+  std::memcpy(s.data(), &a, 8);
+  std::memcpy(s.data() + 8, &b, 8);
+  return s;
+}
+
 bool secretsEqual(const Secret& a, const Secret& b) {
   uint8_t diff = 0;
   for (size_t i = 0; i < a.size(); ++i) diff |= uint8_t(a[i] ^ b[i]);

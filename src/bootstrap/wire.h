@@ -26,6 +26,8 @@ constexpr int32_t kMaxRanks = 1 << 20;
 
 using Secret = std::array<uint8_t, 16>;
 Secret randomSecret();
+// A secret every process derives alike from the same text (env init, shrink).
+Secret secretFromText(const std::string& text);
 // Compares without early exit, so timing does not leak the secret.
 bool secretsEqual(const Secret& a, const Secret& b);
 

@@ -28,10 +28,8 @@ Comm* Comm::shrink(const std::vector<int>& excluded) {
   std::string text = "shrink:";
   for (uint8_t b : secret_) text += format("%02x", b);
   for (int r : excluded) text += format(",%d", r);
-  uint64_t a = hash64("a/" + text), b = hash64("b/" + text);
   UniqueIdData id;
-  std::copy_n(reinterpret_cast<const uint8_t*>(&a), 8, id.secret.begin());
-  std::copy_n(reinterpret_cast<const uint8_t*>(&b), 8, id.secret.begin() + 8);
+  id.secret = secretFromText(text);
   id.root = ranks_[size_t(lowest)].addr;
   id.root.port = ranks_[size_t(lowest)].recoveryPort;
   if (id.root.port == 0)

@@ -139,13 +139,9 @@ ConstSpan TcpStream::peekRecv() {
         continue;
       }
       if (type == uint32_t(FrameType::kArrived) && len == kArrivedBytes) {
-        if (have >= kFrameHeaderBytes + len) {
-          uint64_t seq = 0;
-          decodeArrivedPayload(&recvBuf_[recvHead_ + kFrameHeaderBytes], len, &seq);
-          if (seq > announcedSeq_) announcedSeq_ = seq;
-          recvHead_ += kFrameHeaderBytes + len;
-          continue;
-        }
+        size_t before = recvHead_;
+        takeArrivedFrames();
+        if (recvHead_ != before) continue;  // else the frame is not complete yet
       } else if (type != uint32_t(FrameType::kAbort) || len > kMaxAbortBytes) {
         fail(strataRemoteError, "rank %d sent an invalid frame (type %u, length %u): protocol error",
              peer_, type, len);
