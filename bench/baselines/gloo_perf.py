@@ -143,7 +143,7 @@ def main():
     p.add_argument("--backend", default="gloo", choices=["gloo", "strata"])
     a = p.parse_args()
     if a.np > 0:
-        mp.spawn(worker, args=(a.np, a, 29000 + os.getpid() % 20000), nprocs=a.np, join=True)
+        mp.spawn(worker, args=(a.np, a, 20000 + os.getpid() % 12000), nprocs=a.np, join=True)
     else:
         init(a.backend)
         try:

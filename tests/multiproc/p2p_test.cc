@@ -117,7 +117,8 @@ TEST_P(InitFromEnv, FormsACommunicatorFromLauncherVariables) {
   test::RankSpec spec;
   spec.nranks = 3;
   spec.initComm = false;
-  int port = 20000 + (getpid() % 20000);
+  // Below 32768, outside the ephemeral range other tests' sockets draw from.
+  int port = 20000 + (getpid() % 12000);
   auto outcomes = test::runRanks(spec, [l, port](int rank, int n, strataComm_t, const strataUniqueId&) {
     int problems = 0;
     setenv(l.rankVar, std::to_string(rank).c_str(), 1);

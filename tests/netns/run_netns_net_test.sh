@@ -16,7 +16,9 @@ if ! netns_available; then
   exit 77
 fi
 netns_setup 3
-port=$(( 30000 + $$ % 20000 ))
+# Ports below 32768, outside Linux's ephemeral range, so that no other rank's
+# listener or outgoing connection in the same namespace can already hold it.
+port=$(( 20000 + $$ % 12000 ))
 failed=0
 
 # run_layout NET SETTING NAME KILL HOSTS...: rank r on host HOSTS[r]; KILL is
