@@ -32,6 +32,7 @@ Loaded load() {
   UcxApi& a = l.api;
   l.ok = lookup(lib, "ucp_config_read", &a.configRead, &l.why) &&
          lookup(lib, "ucp_config_release", &a.configRelease, &l.why) &&
+         lookup(lib, "ucp_config_modify", &a.configModify, &l.why) &&
          lookup(lib, "ucp_init_version", &a.initVersion, &l.why) &&
          lookup(lib, "ucp_cleanup", &a.cleanup, &l.why) &&
          lookup(lib, "ucp_worker_create", &a.workerCreate, &l.why) &&

@@ -11,6 +11,7 @@ namespace strata {
 struct UcxApi {
   decltype(&ucp_config_read) configRead = nullptr;
   decltype(&ucp_config_release) configRelease = nullptr;
+  decltype(&ucp_config_modify) configModify = nullptr;
   decltype(&ucp_init_version) initVersion = nullptr;
   decltype(&ucp_cleanup) cleanup = nullptr;
   decltype(&ucp_worker_create) workerCreate = nullptr;

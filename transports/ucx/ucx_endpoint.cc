@@ -1,5 +1,7 @@
 #include "transports/ucx/ucx_endpoint.h"
 
+#include <dirent.h>
+
 #include <cstdlib>
 
 #include "bootstrap/socket.h"
@@ -33,12 +35,41 @@ void onPeerError(void* arg, ucp_ep_h ep, ucs_status_t status) {
   static_cast<UcxEndpoint*>(arg)->peerFailed(ep, status);
 }
 
+// Whether this host has an RDMA device (InfiniBand, RoCE, EFA through verbs),
+// the only transports on which UCX's rendezvous protocol saves a copy.
+bool rdmaDevicePresent() {
+  DIR* d = opendir("/sys/class/infiniband");
+  if (!d) return false;
+  bool any = false;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') any = true;
+  closedir(d);
+  return any;
+}
+
+// Eager messages only, unless the user chose (UCX_RNDV_THRESH) or an RDMA
+// device could pull a rendezvous message straight into the posted buffer.
+// strata's receives are always posted before the matching send (credits),
+// so over TCP or shared memory the rendezvous handshake is only a round trip
+// per packet: measured 2 ranks in two namespaces, 64 MiB all-reduce, it costs
+// a quarter of the bandwidth (docs/benchmarks/net.md).
+bool wantEagerOnly() { return getenv("UCX_RNDV_THRESH") == nullptr && !rdmaDevicePresent(); }
+
 }  // namespace
 
 UcxEndpoint::UcxEndpoint(int expectedPeers) {
   try {
     ucp_config_t* config = nullptr;
     check(api().configRead(nullptr, nullptr, &config), "reading the UCX configuration");
+    eagerOnly_ = wantEagerOnly();
+    if (eagerOnly_) {
+      ucs_status_t m = api().configModify(config, "RNDV_THRESH", "inf");
+      if (m != UCS_OK) {
+        STRATA_INFO("UCX refused RNDV_THRESH=inf (%s); keeping its rendezvous threshold",
+                    api().statusString(m));
+        eagerOnly_ = false;
+      }
+    }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS;
     params.features = UCP_FEATURE_TAG;
@@ -192,8 +223,10 @@ void UcxEndpoint::peerFailed(ucp_ep_h ep, ucs_status_t status) {
 }
 
 std::string UcxEndpoint::describe() const {
-  return format("UCX %s, worker address %zu bytes (UCX_TLS=%s)", api().versionString(),
-                address_.size(), getenv("UCX_TLS") ? getenv("UCX_TLS") : "(all)");
+  return format("UCX %s, worker address %zu bytes (UCX_TLS=%s), %s", api().versionString(),
+                address_.size(), getenv("UCX_TLS") ? getenv("UCX_TLS") : "(all)",
+                eagerOnly_ ? "eager messages only (no RDMA device; UCX_RNDV_THRESH unset)"
+                           : "UCX's rendezvous threshold");
 }
 
 }  // namespace strata

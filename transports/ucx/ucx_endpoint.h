@@ -47,6 +47,7 @@ class UcxEndpoint : public TaggedEndpoint {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::vector<uint8_t> address_;
+  bool eagerOnly_ = false;  // RNDV_THRESH=inf (see wantEagerOnly)
   std::vector<ucp_ep_h> peers_;
   std::vector<int> peerRanks_;
   std::set<TaggedOp*> inFlight_;
