@@ -153,6 +153,14 @@ strataResult_t strataSend(const void* sendbuff, size_t count, strataDataType_t d
                           strataComm_t comm, strataStream_t stream);
 strataResult_t strataRecv(void* recvbuff, size_t count, strataDataType_t datatype, int peer,
                           strataComm_t comm, strataStream_t stream);
+/// Receives count elements from whichever rank's strataSend to this rank
+/// arrives first (MPI_ANY_SOURCE); *peer is set to that rank. The send must
+/// have the same count and datatype (else strataMismatch). Not inside a
+/// group; count 0 is refused, since zero-element sends are not transmitted.
+/// Ranks that have left are skipped; if no send comes within the timeout,
+/// strataTimeout.
+strataResult_t strataRecvAny(void* recvbuff, size_t count, strataDataType_t datatype, int* peer,
+                             strataComm_t comm, strataStream_t stream);
 strataResult_t strataBarrier(strataComm_t comm, strataStream_t stream);
 
 /// What strataCommGetStats counts per collective (send/recv: every group of

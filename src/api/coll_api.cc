@@ -1,6 +1,7 @@
 // extern "C" entry points for collectives and send/recv.
 #include "api/collectives.h"
 #include "api/entry.h"
+#include "exec/any_source.h"
 
 using namespace strata;
 
@@ -93,6 +94,35 @@ strataResult_t strataRecv(void* recvbuff, size_t count, strataDataType_t datatyp
                           strataComm_t comm, strataStream_t) {
   return submit("strataRecv", comm,
                 make(Coll::kRecv, nullptr, recvbuff, count, datatype, strataSum, peer));
+}
+
+strataResult_t strataRecvAny(void* recvbuff, size_t count, strataDataType_t datatype, int* peer,
+                             strataComm_t handle, strataStream_t) {
+  const char* fn = "strataRecvAny";
+  Comm* comm = nullptr;
+  return guarded(fn, comm, [&] {
+    comm = liveComm(handle, fn);
+    if (!peer) fail(strataInvalidArgument, "%s: peer is NULL (it receives the sending rank)", fn);
+    *peer = -1;
+    if (inGroup())
+      fail(strataInvalidUsage, "%s: not allowed between strataGroupStart and strataGroupEnd (the "
+           "source must be known before the group's operations are matched)", fn);
+    if (comm->fusionBusy)
+      fail(strataInvalidUsage, "%s: a fusion context on this communicator has tensors in flight; call "
+           "strataFusionSynchronize first (or use another communicator)", fn);
+    if (count == 0)
+      fail(strataInvalidArgument, "%s: count is 0; zero-element sends are not transmitted, so no "
+           "sender can be matched", fn);
+    if (comm->nranks() == 1)
+      fail(strataInvalidArgument, "%s: the communicator has one rank, so no rank can send to it", fn);
+    Request r = make(Coll::kRecv, nullptr, recvbuff, count, datatype, strataSum,
+                     comm->rank() == 0 ? 1 : 0);
+    r.comm = comm;
+    validate(fn, r);  // buffer, count and datatype (the peer is a placeholder)
+    r.root = awaitAnySender(*comm);
+    runP2P(*comm, {r});
+    *peer = r.root;
+  });
 }
 
 strataResult_t strataBarrier(strataComm_t comm, strataStream_t) {

@@ -43,6 +43,10 @@ class Comm : public LinkSet {
   // Makes sure links to `peers` exist (accepting any other peer that connects
   // meanwhile). Throws strataTimeout / strataRemoteError.
   void connect(const std::vector<int>& peers) override;
+  // One non-blocking step of link set-up for strataRecvAny: calls the peers
+  // this rank must call (once; the calls stay pending across operations until
+  // the peer answers), and serves whatever has arrived. Never waits.
+  void connectStep(const std::vector<int>& peers);
   Channel& channel(int peer) override { return *channels_[size_t(peer)]; }
   bool connected(int peer) const { return channels_[size_t(peer)] != nullptr; }
   // All links made so far (for liveness polling and progress).
@@ -91,6 +95,10 @@ class Comm : public LinkSet {
   // configuration, the file, a probe of the network, or defaults.
   void buildTopology();
   struct Handshake;
+  struct HandshakeDeleter {
+    void operator()(Handshake* h) const;
+  };
+  Handshake& handshake();
   void addChannel(int peer, std::unique_ptr<Channel> ch);
   std::string lastSeenSummary() const;
 
@@ -102,6 +110,10 @@ class Comm : public LinkSet {
   Topology topo_;
   Fd listener_;
   Fd recoveryListener_;  // kept for strataCommShrink (never accepted otherwise)
+  // Links being set up; outlives connect() so that a call left unanswered
+  // (connectStep) is finished later instead of dropped.
+  std::unique_ptr<Handshake, HandshakeDeleter> handshake_;
+  std::vector<int> unreachable_;  // ranks connectStep could not call
   std::unique_ptr<Observer> observer_;
   // The last descriptor received from each peer; the seq and collective also
   // as atomics, for dumps from another thread (SIGUSR1).

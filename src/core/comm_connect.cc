@@ -25,6 +25,9 @@ constexpr int64_t kStrangerGraceMs = 10000;
 struct Waiting {
   Fd fd;
   int peer = -1;  // for outgoing links: whom we called; -1 for accepted ones
+  // A call strataRecvAny made in case that peer sends: if it fails, the
+  // link is simply not made (a later connect() calls again).
+  bool speculative = false;
   std::unique_ptr<PendingLink> link;
   SockAddr from;
   int64_t sinceMs = 0;
@@ -76,12 +79,24 @@ struct Comm::Handshake {
     sendAll(fd, msg.data(), msg.size(), deadline, "sending a link handshake");
   }
 
-  void call(int peer) {
+  // Whether a call to `peer` is pending; `needed` makes a speculative one
+  // required (its failure is then an error).
+  bool calling(int peer, bool needed = false) {
+    for (Waiting& w : waiting)
+      if (w.peer == peer) {
+        if (needed) w.speculative = false;
+        return true;
+      }
+    return false;
+  }
+
+  void call(int peer, bool speculative = false) {
     LinkContext ctx = comm.linkContext(peer);
     uint32_t tid = chooseTransport(ctx);
     Waiting w;
     w.fd = connectTo(comm.ranks_[size_t(peer)].addr, deadline);
     w.peer = peer;
+    w.speculative = speculative;
     w.from = comm.ranks_[size_t(peer)].addr;
     w.sinceMs = nowMs();
     SetupBlob blob;
@@ -127,7 +142,7 @@ struct Comm::Handshake {
     Hello h;
     std::string why;
     if (!check(w, &h, &why)) {
-      if (w.peer >= 0)  // a rank we called answered wrongly: that is fatal
+      if (w.peer >= 0 && !w.speculative)  // a rank we called answered wrongly: that is fatal
         fail(strataRemoteError, "link handshake with rank %d failed: %s", w.peer, why.c_str());
       STRATA_WARN("rank %d: dropped connection from %s: %s", comm.rank_, w.from.str().c_str(),
                   why.c_str());
@@ -175,7 +190,7 @@ struct Comm::Handshake {
         complete(w);
         done = true;
       } else if (state < 0) {
-        if (w.peer >= 0)
+        if (w.peer >= 0 && !w.speculative)
           fail(strataRemoteError, "rank %d closed the connection during the link handshake "
                                   "(it exited, aborted or refused our secret)", w.peer);
         STRATA_WARN("rank %d: dropped connection from %s: closed before its handshake",
@@ -195,6 +210,13 @@ struct Comm::Handshake {
   }
 };
 
+void Comm::HandshakeDeleter::operator()(Handshake* h) const { delete h; }
+
+Comm::Handshake& Comm::handshake() {
+  if (!handshake_) handshake_.reset(new Handshake{*this, 0, {}});
+  return *handshake_;
+}
+
 void Comm::connect(const std::vector<int>& peers) {
   if (failed()) throwFailed();
   auto missing = [&] {
@@ -206,22 +228,41 @@ void Comm::connect(const std::vector<int>& peers) {
   };
   std::vector<int> need = missing();
   if (need.empty()) return;
-  Handshake hs{*this, nowMs() + config_.timeoutMs, {}};
+  Handshake& hs = handshake();
+  hs.deadline = nowMs() + config_.timeoutMs;
   for (int p : need)
-    if (rank_ < p) hs.call(p);
+    if (rank_ < p && !hs.calling(p, true)) hs.call(p);
   for (;;) {
     need = missing();
-    bool callsPending = std::any_of(hs.waiting.begin(), hs.waiting.end(),
-                                    [](const Waiting& w) { return w.peer >= 0; });
-    if (need.empty() && !callsPending) return;
+    if (need.empty()) return;
     if (nowMs() > hs.deadline) {
       fail(strataTimeout, "rank %d could not connect to rank %d within %d ms (it never called the "
                           "collective, or cannot be reached at %s)",
-           rank_, need.empty() ? -1 : need[0], config_.timeoutMs,
-           need.empty() ? "?" : ranks_[size_t(need[0])].addr.str().c_str());
+           rank_, need[0], config_.timeoutMs, ranks_[size_t(need[0])].addr.str().c_str());
     }
-    hs.pollOnce(need.empty() ? 0 : 5);
+    hs.pollOnce(5);
   }
+}
+
+void Comm::connectStep(const std::vector<int>& peers) {
+  if (failed()) throwFailed();
+  Handshake& hs = handshake();
+  // Every live rank listens from init on, so a connect that is refused for a
+  // second means the rank is gone: leave it (and do not ask again).
+  hs.deadline = nowMs() + std::min(config_.timeoutMs, 1000);
+  for (int p : peers) {
+    if (p == rank_ || rank_ > p || connected(p) || hs.calling(p) ||
+        std::find(unreachable_.begin(), unreachable_.end(), p) != unreachable_.end())
+      continue;
+    try {
+      hs.call(p, true);
+    } catch (const Error& e) {
+      STRATA_INFO("rank %d: not linking to rank %d while receiving from any rank: %s", rank_, p,
+                  e.what());
+      unreachable_.push_back(p);
+    }
+  }
+  hs.pollOnce(0);
 }
 
 }  // namespace strata

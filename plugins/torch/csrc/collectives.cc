@@ -462,8 +462,23 @@ c10::intrusive_ptr<Work> StrataBackend::recv(std::vector<at::Tensor>& tensors, i
 }
 
 c10::intrusive_ptr<Work> StrataBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
-  TORCH_CHECK(false, "strata recv: receiving from any source (src=None) is not supported; name the source rank");
-  return nullptr;
+  at::Tensor t = singleTensor(tensors, "recv");
+  TORCH_CHECK_VALUE(!coalescing_, "strata recv: a receive from any rank (src=None) cannot be part of a "
+                                  "coalesced batch; name the source rank");
+  auto dtype = strataTypeOf(t.scalar_type(), "recv");
+  Staged s(t);
+  auto source = std::make_shared<std::atomic<int>>(-1);
+  auto work = submit(OpType::RECVANYSOURCE, {t},
+                     {OpSteps{nullptr, [=, this] {
+                                int from = -1;
+                                check(strataRecvAny(s.data(), s.count(), dtype, &from, comm_, nullptr),
+                                      "strataRecvAny");
+                                source->store(from);
+                              },
+                              [=, this] { s.writeBack(); }}},
+                     false);
+  static_cast<StrataWork*>(work.get())->useSourceCell(source);
+  return work;
 }
 
 c10::intrusive_ptr<Work> StrataBackend::barrier(const c10d::BarrierOptions& opts) {

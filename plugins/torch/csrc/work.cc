@@ -27,6 +27,11 @@ c10::intrusive_ptr<c10::ivalue::Future> StrataWork::getFuture() { return future_
 std::vector<at::Tensor> StrataWork::result() { return outputs_; }
 
 int StrataWork::sourceRank() const {
+  if (sourceCell_) {
+    int from = sourceCell_->load();
+    TORCH_CHECK(from >= 0, "strata: the source of a receive from any rank is known once it has completed");
+    return from;
+  }
   TORCH_CHECK(sourceRank_ >= 0, "strata: sourceRank() is only defined for receives");
   return sourceRank_;
 }

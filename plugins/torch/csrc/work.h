@@ -6,7 +6,9 @@
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <vector>
 
 namespace strata_torch {
@@ -33,12 +35,16 @@ class StrataWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   std::vector<at::Tensor> result() override;
   int sourceRank() const override;
+  // A receive from any rank: its source is known when it completes, and the
+  // operation writes it into `cell`.
+  void useSourceCell(std::shared_ptr<std::atomic<int>> cell) { sourceCell_ = std::move(cell); }
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
 
  private:
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   int sourceRank_;
+  std::shared_ptr<std::atomic<int>> sourceCell_;
 };
 
 }  // namespace strata_torch

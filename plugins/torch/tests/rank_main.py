@@ -306,6 +306,20 @@ def check_p2p():
         dist.recv(t, src=0, group=STRATA)
         close("send/recv", t, inputs("p2p", 0, (1031,), torch.int64))
     dist.barrier(group=STRATA)
+    # Receive from any source (src=None): rank 0 takes every other rank's send once.
+    if RANK == 0:
+        seen = []
+        for _ in range(WORLD - 1):
+            t = torch.empty(2003, dtype=torch.bfloat16)
+            src = dist.recv(t, group=STRATA)
+            seen.append(src)
+            close(f"recv from any source (from rank {src})", t, inputs("any", src, (2003,), torch.bfloat16))
+        if sorted(seen) != list(range(1, WORLD)):
+            failures.append(f"recv from any source: sources {seen}, expected each of 1..{WORLD - 1} once")
+    else:
+        time.sleep(0.05 * (WORLD - RANK))  # the highest rank first
+        dist.send(inputs("any", RANK, (2003,), torch.bfloat16), dst=0, group=STRATA)
+    dist.barrier(group=STRATA)
 
 
 def check_groups():
@@ -349,7 +363,6 @@ def check_errors():
     close("complex all_reduce (real view)", torch.view_as_real(z), torch.view_as_real(want))
     expect("BAND", lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32), op=dist.ReduceOp.BAND, group=STRATA),
            ["ReduceOp"])
-    expect("recv from any source", lambda: dist.recv(torch.ones(3), group=STRATA), ["any source"])
     expect("all_gather_into_tensor size", lambda: dist.all_gather_into_tensor(torch.empty(WORLD * 3 + 1),
                                                                               torch.ones(3), group=STRATA),
            ["elements"])
