@@ -23,7 +23,7 @@ multiproc='Collectives.*/(shm_3ranks|tcp_3ranks_2sockets|ofi_3ranks_tcp|ucx_3ran
 multiproc+='|KilledRank.*/(shm_3|tcp_4|ofi_3_tcp|ucx_3_tcp)$|GroupFusion.*/shm_3ranks$|FusionContextTest.*/3ranks$'
 multiproc+='|^Forced/TopoFileAlgorithms\.|^Sizes/RingShift\.'
 multiproc+='|^(BadInput|Kinds/Mismatch|SilentRank|Strangers|P2P|FusionContext|GroupFusion|FlightRecorder'
-multiproc+='|Recovery|Stats|Trace|Barrier|Launchers/InitFromEnv|InitFromEnvErrors|TopoFileErrors)\.'
+multiproc+='|Recovery|Stats|Trace|Barrier|RecvAnyErrors|Transports/RecvAny|Launchers/InitFromEnv|InitFromEnvErrors|TopoFileErrors)\.'
 if [ "$jobs" = all ] || [ "$jobs" = asan ]; then
   clang_build build-asan address,undefined -DSTRATA_FUZZ=ON -DSTRATA_FUZZ_SECONDS="${STRATA_FUZZ_SECONDS:-30}"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
