@@ -14,12 +14,15 @@ void usage() {
   std::fprintf(stderr,
                "usage: strata-perf COLLECTIVE [-np N] [-b MIN] [-e MAX] [-f FACTOR] [-i STEP]\n"
                "                   [-n ITERS] [-w WARMUP] [-d DTYPE] [-o OP] [-r ROOT] [-c CHECK]\n"
-               "                   [-J FILE]\n"
+               "                   [-J FILE] [-A ALGO,ALGO,... [-R ROUNDS]]\n"
                "  COLLECTIVE: all_reduce reduce_scatter all_gather broadcast reduce alltoall sendrecv\n"
                "  sizes accept K/M/G suffixes; DTYPE: int8 uint8 int32 uint32 int64 uint64 half\n"
                "  bfloat16 float double (or float32/float16/float64); OP: sum prod max min avg\n"
                "  -np N forks N local ranks; without it ranks come from mpirun (strataCommInitMPI),\n"
-               "  or torchrun / srun (strataCommInitFromEnv).\n");
+               "  or torchrun / srun (strataCommInitFromEnv).\n"
+               "  -A compares algorithms (STRATA_ALGO names, auto = the cost model) in one launch:\n"
+               "  a communicator each, ROUNDS alternating rounds per size (default 5), out-of-place,\n"
+               "  median time per algorithm.\n");
 }
 
 bool parseDtype(const char* s, strataDataType_t* out) {
@@ -86,6 +89,16 @@ bool parsePerfOptions(int argc, char** argv, PerfOptions* o) {
     else if (flag == "-r") o->root = std::atoi(v);
     else if (flag == "-c") o->check = std::atoi(v);
     else if (flag == "-J") o->jsonPath = v;
+    else if (flag == "-R") o->rounds = std::atoi(v);
+    else if (flag == "-A") {
+      std::string list = v;
+      for (size_t at = 0; at <= list.size();) {
+        size_t comma = list.find(',', at);
+        if (comma == std::string::npos) comma = list.size();
+        if (comma > at) o->algorithms.push_back(list.substr(at, comma - at));
+        at = comma + 1;
+      }
+    }
     else if (flag == "-d") {
       if (!parseDtype(v, &o->dtype)) {
         std::fprintf(stderr, "strata-perf: unknown dtype '%s'\n", v);
@@ -106,8 +119,8 @@ bool parsePerfOptions(int argc, char** argv, PerfOptions* o) {
     }
   }
   if (o->maxBytes < o->minBytes || o->iters < 1 || o->warmup < 0 ||
-      (o->factor <= 1 && o->stepBytes == 0)) {
-    std::fprintf(stderr, "strata-perf: need -b <= -e, -n >= 1, -w >= 0 and -f > 1 (or -i > 0)\n");
+      (o->factor <= 1 && o->stepBytes == 0) || o->rounds < 1) {
+    std::fprintf(stderr, "strata-perf: need -b <= -e, -n >= 1, -w >= 0, -R >= 1 and -f > 1 (or -i > 0)\n");
     return false;
   }
   return true;

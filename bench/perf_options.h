@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "strata/strata.h"
 
@@ -18,6 +19,11 @@ struct PerfOptions {
   int root = 0;               // -r
   int check = 1;              // -c: iterations verified per size (0: none)
   std::string jsonPath;       // -J
+  // -A auto,ring,...: compare these algorithms (STRATA_ALGO values; "auto" is
+  // the cost model's choice) in one launch, one communicator each, timed in
+  // alternating rounds (-R), out-of-place only.
+  std::vector<std::string> algorithms;
+  int rounds = 5;             // -R
 };
 
 // Parses argv; on error prints usage to stderr and returns false.

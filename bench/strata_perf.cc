@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,24 @@ class Bench {
     return out;
   }
 
+  // For -A: buffers for `bytes` (out-of-place), returning the element count;
+  // then the slowest rank's time per call of `iters` calls.
+  size_t setUp(size_t bytes) {
+    size_t count = countFor(o_.collective, bytes, elem_, n_);
+    sendBuf_.assign(sendElems(count) * elem_ + 64, 0);
+    recvBuf_.assign(std::max(sendElems(count), recvElems(count)) * elem_ + 64, 0);
+    CheckSpec spec{o_.collective, o_.dtype, o_.op, rank_, n_, o_.root, count};
+    fillInput(spec, sendBuf_.data(), sendElems(count));
+    return count;
+  }
+  double timeCalls(size_t count, int iters) {
+    CHECK_OK(strataBarrier(comm, nullptr));
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) runOnce(count, false);
+    auto t1 = std::chrono::steady_clock::now();
+    return slowest(std::chrono::duration<double, std::micro>(t1 - t0).count() / iters);
+  }
+
   Row measure(size_t bytes) {
     Row row{};
     size_t count = countFor(o_.collective, bytes, elem_, n_);
@@ -212,7 +231,10 @@ void writeJson(const PerfOptions& o, int n, const std::vector<Row>& rows) {
   std::fclose(f);
 }
 
+int compareAlgorithms(const PerfOptions& o, strataComm_t comm);
+
 int runRank(const PerfOptions& o, strataComm_t comm) {
+  if (!o.algorithms.empty()) return compareAlgorithms(o, comm);
   int rank = 0, n = 1;
   CHECK_OK(strataCommUserRank(comm, &rank));
   CHECK_OK(strataCommCount(comm, &n));
@@ -242,6 +264,98 @@ int runRank(const PerfOptions& o, strataComm_t comm) {
   }
   CHECK_OK(strataCommDestroy(comm));
   return wrongSum ? 1 : 0;
+}
+
+// A communicator of the same ranks whose STRATA_ALGO is `algo` ("auto": the
+// cost model), made through a unique id that rank 0 broadcasts over `comm`.
+strataComm_t commWithAlgorithm(strataComm_t comm, int rank, int n, const std::string& algo) {
+  strataUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  if (rank == 0) {
+    // Not on STRATA_COMM_ID: that address served the first communicator.
+    const char* fixed = std::getenv("STRATA_COMM_ID");
+    std::string saved = fixed ? fixed : "";
+    unsetenv("STRATA_COMM_ID");
+    CHECK_OK(strataGetUniqueId(&id));
+    if (fixed) setenv("STRATA_COMM_ID", saved.c_str(), 1);
+  }
+  CHECK_OK(strataBroadcast(&id, &id, sizeof(id), strataUint8, 0, comm, nullptr));
+  if (algo == "auto") unsetenv("STRATA_ALGO");
+  else setenv("STRATA_ALGO", algo.c_str(), 1);
+  strataComm_t made = nullptr;
+  CHECK_OK(strataCommInitRank(&made, n, id, rank));
+  return made;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// -A: every algorithm in this one launch, in alternating rounds, so that all
+// see the same placement and machine state (on a shared VM one launch can run
+// twice as slow as the next whatever the algorithm).
+int compareAlgorithms(const PerfOptions& o, strataComm_t comm) {
+  int rank = 0, n = 1;
+  CHECK_OK(strataCommUserRank(comm, &rank));
+  CHECK_OK(strataCommCount(comm, &n));
+  const char* env = std::getenv("STRATA_ALGO");
+  std::string savedAlgo = env ? env : "";
+  std::vector<std::unique_ptr<Bench>> benches;
+  for (const std::string& algo : o.algorithms)
+    benches.push_back(std::make_unique<Bench>(o, commWithAlgorithm(comm, rank, n, algo), rank, n));
+  if (env) setenv("STRATA_ALGO", savedAlgo.c_str(), 1);
+  else unsetenv("STRATA_ALGO");
+  const size_t k = benches.size();
+  if (rank == 0) {
+    std::printf("# strata-perf %s: %d ranks, dtype %s, op %s, iters %d, warmup %d, %d rounds; algorithms in one "
+                "launch, median time per call (us), out-of-place\n",
+                o.collective.c_str(), n, dtypeLabel(o.dtype), opLabel(o.op), o.iters, o.warmup, o.rounds);
+    std::printf("# %12s %12s", "size", "count");
+    for (const std::string& a : o.algorithms) std::printf(" %18s", a.c_str());
+    std::printf("\n");
+  }
+  FILE* json = (rank == 0 && !o.jsonPath.empty()) ? std::fopen(o.jsonPath.c_str(), "w") : nullptr;
+  if (json) std::fprintf(json, "{\"collective\": \"%s\", \"nranks\": %d, \"rows\": [", o.collective.c_str(), n);
+  bool first = true;
+  for (size_t bytes = o.minBytes; bytes <= o.maxBytes;) {
+    size_t count = 0;
+    for (auto& b : benches) {
+      count = b->setUp(bytes);
+      if (o.warmup) b->timeCalls(count, o.warmup);
+    }
+    std::vector<std::vector<double>> times(k);
+    for (int r = 0; r < o.rounds; ++r)
+      for (size_t i = 0; i < k; ++i) {
+        size_t a = (i + size_t(r)) % k;  // rotate who goes first
+        times[a].push_back(benches[a]->timeCalls(count, o.iters));
+      }
+    if (rank == 0) {
+      std::printf("  %12zu %12zu", bytes, count);
+      for (size_t a = 0; a < k; ++a) std::printf(" %18.2f", median(times[a]));
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+    if (json) {
+      std::fprintf(json, "%s\n  {\"bytes\": %zu, \"times_us\": {", first ? "" : ",", bytes);
+      for (size_t a = 0; a < k; ++a) {
+        std::fprintf(json, "%s\"%s\": [", a ? ", " : "", o.algorithms[a].c_str());
+        for (size_t r = 0; r < times[a].size(); ++r) std::fprintf(json, "%s%.3f", r ? ", " : "", times[a][r]);
+        std::fprintf(json, "]");
+      }
+      std::fprintf(json, "}}");
+    }
+    first = false;
+    size_t next = o.stepBytes ? bytes + o.stepBytes : size_t(double(bytes) * o.factor);
+    bytes = next > bytes ? next : bytes + 1;
+  }
+  if (json) {
+    std::fprintf(json, "\n]}\n");
+    std::fclose(json);
+  }
+  for (auto& b : benches) CHECK_OK(strataCommDestroy(b->comm));
+  CHECK_OK(strataCommDestroy(comm));
+  return 0;
 }
 
 }  // namespace

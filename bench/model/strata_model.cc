@@ -141,12 +141,14 @@ int main(int argc, char** argv) {
       for (size_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= o.factor) {
         std::string best, cands;
         double bestUs = -1;
-        for (const std::string& a : algorithmNames(coll)) {
-          double us = predictUs(a, coll, bytes, t, o.chunk);
-          if (us < 0) continue;
-          if (bestUs < 0 || us < bestUs * 0.99) best = a, bestUs = us;
-          cands += format(o.json ? "%s\"%s\": %.3f" : "%s%s %.1f", cands.empty() ? "" : ", ", a.c_str(), us);
+        std::vector<Prediction> all = predictAll(coll, bytes, t, o.chunk);
+        if (!all.empty()) {
+          const Prediction& pick = all[pickFastest(all, t.nnodes() > 1)];
+          best = pick.algorithm;
+          bestUs = pick.us;
         }
+        for (const Prediction& p : all)
+          cands += format(o.json ? "%s\"%s\": %.3f" : "%s%s %.1f", cands.empty() ? "" : ", ", p.algorithm.c_str(), p.us);
         double bus = busBandwidth(coll, bytes, t.nranks(), bestUs);
         if (o.json) {
           std::printf("%s  {\"nodes\": %d, \"per_node\": %d, \"bytes\": %zu, \"chosen\": \"%s\", \"us\": %.3f, "

@@ -1,5 +1,6 @@
 #include "algo/select.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "algo/algorithms.h"
@@ -64,9 +65,16 @@ bool forcedMatches(const std::string& forced, Coll coll, const char* name) {
 }
 
 // The algorithm for `a`: the forced one if it applies, else the cost model's
-// fastest. Writes the prediction to *predicted (-1 when forced or no model).
+// pick. Writes the prediction to *predicted (-1 when forced or no model).
 const Algorithm& choose(const CollArgs& a, const Config& cfg, double* predicted, std::string* why) {
   const Coll coll = tableColl(a.coll);
+  *predicted = -1;
+  if (!cfg.algo.empty())
+    for (const Algorithm& alg : kAlgorithms)
+      if (alg.coll == coll && (!alg.hierarchical || a.topo) && forcedMatches(cfg.algo, coll, alg.name)) {
+        *why = "forced by STRATA_ALGO";
+        return alg;
+      }
   const size_t bytes = collectiveBytes(coll, a.count, dtypeSize(a.dtype), a.nranks);
   Topology single;
   const Topology* topo = a.topo;
@@ -75,30 +83,58 @@ const Algorithm& choose(const CollArgs& a, const Config& cfg, double* predicted,
     single.intra = LinkParams{1.0, 5.0, "default"};
     topo = &single;
   }
-  const Algorithm* best = nullptr;
-  double bestUs = 0;
-  *predicted = -1;
-  for (const Algorithm& alg : kAlgorithms) {
-    if (alg.coll != coll || (alg.hierarchical && !a.topo)) continue;
-    if (!cfg.algo.empty() && forcedMatches(cfg.algo, coll, alg.name)) {
-      *why = "forced by STRATA_ALGO";
-      return alg;
-    }
-    double us = predictUs(alg.name, coll, bytes, *topo, a.chunkBytes, a.root);
-    if (us < 0) continue;
-    if (why->size() < 400) *why += format("%s%s %.1f us", why->empty() ? "" : ", ", alg.name, us);
-    // A later (more elaborate) algorithm must win by more than 1%.
-    if (!best || us < bestUs * 0.99) {
-      best = &alg;
-      bestUs = us;
-    }
+  std::vector<Prediction> cands = predictAll(coll, bytes, *topo, a.chunkBytes, a.root);
+  if (!a.topo) {  // hierarchical algorithms need the real topology
+    cands.erase(std::remove_if(cands.begin(), cands.end(), [](const Prediction& p) { return p.hierarchical; }),
+                cands.end());
   }
-  if (!best) fail(strataInternalError, "no algorithm for %s", collName(a.coll));
-  *predicted = bestUs;
-  return *best;
+  if (cands.empty()) fail(strataInternalError, "no algorithm for %s", collName(a.coll));
+  for (const Prediction& p : cands)
+    if (why->size() < 400) *why += format("%s%s %.1f us", why->empty() ? "" : ", ", p.algorithm.c_str(), p.us);
+  const Prediction& pick = cands[pickFastest(cands, topo->nnodes() > 1)];
+  *predicted = pick.us;
+  for (const Algorithm& alg : kAlgorithms)
+    if (alg.coll == coll && pick.algorithm == alg.name) return alg;
+  fail(strataInternalError, "no algorithm named %s", pick.algorithm.c_str());
 }
 
 }  // namespace
+
+std::vector<Prediction> predictAll(Coll coll, size_t bytes, const Topology& topo, size_t chunkBytes, int root) {
+  std::vector<Prediction> out;
+  coll = tableColl(coll);
+  for (const Algorithm& alg : kAlgorithms) {
+    if (alg.coll != coll) continue;
+    double us = predictUs(alg.name, coll, bytes, topo, chunkBytes, root);
+    if (us >= 0) out.push_back({alg.name, us, alg.hierarchical});
+  }
+  return out;
+}
+
+// Predictions within kTieFraction of each other are below what the model can
+// tell apart (its parameters come from a few milliseconds of probing on a
+// machine whose network stack changes pace from one second to the next).
+// Among such ties an algorithm that crosses the network once per node beats
+// one that sends from every rank: per-message costs the model does not see
+// (a NIC's message rate, the kernel's network processing under load) only
+// add to the latter. Measured on 2 nodes x 2 ranks: docs/benchmarks/hier.md.
+size_t pickFastest(const std::vector<Prediction>& c, bool preferHierarchical) {
+  size_t fastest = 0;
+  for (size_t i = 1; i < c.size(); ++i)
+    if (c[i].us < c[fastest].us) fastest = i;
+  auto bestOf = [&](bool hierarchicalOnly) {
+    size_t best = c.size();
+    for (size_t i = 0; i < c.size(); ++i) {
+      if (c[i].us > c[fastest].us * (1 + kTieFraction)) continue;
+      if (hierarchicalOnly && !c[i].hierarchical) continue;
+      // A later (more elaborate) algorithm must win by more than 1%.
+      if (best == c.size() || c[i].us < c[best].us * 0.99) best = i;
+    }
+    return best;
+  };
+  size_t pick = preferHierarchical ? bestOf(true) : c.size();
+  return pick < c.size() ? pick : bestOf(false);
+}
 
 Plan buildCollectivePlan(const CollArgs& args, const OpDesc& desc, const Config& config) {
   Plan plan;

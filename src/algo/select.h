@@ -8,6 +8,7 @@
 
 #include "algo/plan.h"
 #include "core/config.h"
+#include "topo/topology.h"
 
 namespace strata {
 
@@ -17,6 +18,24 @@ Plan buildCollectivePlan(const CollArgs& args, const OpDesc& desc, const Config&
 // The algorithms available for a collective (names STRATA_ALGO accepts, plus
 // the families "hier", "hier_tree"/"hier_leader").
 std::vector<std::string> algorithmNames(Coll coll);
+
+// The cost model's prediction for one algorithm.
+struct Prediction {
+  std::string algorithm;
+  double us = 0;
+  bool hierarchical = false;  // crosses the network once per node, not from every rank
+};
+// Predictions of every algorithm that applies to `coll` on `topo`, in the
+// selector's table order.
+std::vector<Prediction> predictAll(Coll coll, size_t bytes, const Topology& topo, size_t chunkBytes,
+                                   int root = 0);
+// The selector's pick among them (index): predictions within kTieFraction of
+// the fastest are ties, and with `preferHierarchical` (more than one node) a
+// hierarchical algorithm wins a tie (see select.cc); otherwise the fastest,
+// an earlier one keeping its place unless a later one is more than 1% faster.
+// Candidates must not be empty.
+constexpr double kTieFraction = 0.03;
+size_t pickFastest(const std::vector<Prediction>& candidates, bool preferHierarchical);
 
 // One point-to-point operation of a group.
 struct P2POp {

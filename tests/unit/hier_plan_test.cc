@@ -288,7 +288,8 @@ TEST(CostModel, PredictionsGrowWithSizeAndAutomaticChoiceIsTheMinimum) {
       }
       EXPECT_GE(best, prevBest) << collName(coll) << " " << bytes;
       prevBest = best;
-      // The selector builds the predicted-fastest plan (within its 1% tie rule).
+      // The selector builds the predicted-fastest plan, or one within its tie
+      // band (kTieFraction) that is hierarchical.
       CollArgs args;
       args.coll = coll;
       args.nranks = 4;
@@ -297,9 +298,29 @@ TEST(CostModel, PredictionsGrowWithSizeAndAutomaticChoiceIsTheMinimum) {
       args.topo = &t;
       OpDesc d;
       Plan p = buildCollectivePlan(args, d, Config{});
-      EXPECT_LE(p.predictedUs, best * 1.0101) << collName(coll) << " " << bytes << " chose " << p.algorithm;
+      EXPECT_LE(p.predictedUs, best * (1 + kTieFraction) * 1.0001) << collName(coll) << " " << bytes << " chose "
+                                                                    << p.algorithm;
+      if (p.predictedUs > best * 1.0101)
+        EXPECT_EQ(p.algorithm.rfind("hier", 0), 0u) << collName(coll) << " " << bytes << ": " << p.algorithm
+                                                    << " is not the fastest, so it must be a hierarchical tie";
     }
   }
+}
+
+TEST(CostModel, TiesGoToTheAlgorithmThatCrossesTheNetworkOncePerNode) {
+  std::vector<Prediction> c = {{"recursive_doubling", 100.0, false}, {"ring", 300.0, false},
+                               {"hier_ring", 150.0, true}, {"hier_leader", 102.5, true}};
+  EXPECT_EQ(c[pickFastest(c, true)].algorithm, "hier_leader");       // 2.5% slower: a tie
+  EXPECT_EQ(c[pickFastest(c, false)].algorithm, "recursive_doubling");  // one node: no preference
+  c[3].us = 104.0;                                                     // 4% slower: not a tie
+  EXPECT_EQ(c[pickFastest(c, true)].algorithm, "recursive_doubling");
+  c[1].us = 99.5;  // a later flat one must win by more than 1%
+  EXPECT_EQ(c[pickFastest(c, true)].algorithm, "recursive_doubling");
+  c[1].us = 98.0;
+  EXPECT_EQ(c[pickFastest(c, true)].algorithm, "ring");
+  // Among hierarchical ties, the fastest of them.
+  c = {{"recursive_doubling", 100.0, false}, {"hier_ring", 102.9, true}, {"hier_leader", 101.5, true}};
+  EXPECT_EQ(c[pickFastest(c, true)].algorithm, "hier_leader");
 }
 
 TEST(CostModel, ForcedAlgorithmWinsOverTheModel) {
