@@ -6,6 +6,9 @@
 // Each repetition runs every variant once (in rotating order), each timed from
 // a barrier to the slowest rank's finish; the table shows medians.
 //   strata-fusion-bench -np 2 [-reps 15] [-nobind] [-J results.json]
+//   -np 0: one rank per process from the launcher's variables
+//   (strataCommInitFromEnv: torchrun, mpirun, srun, or RANK / WORLD_SIZE /
+//   STRATA_COMM_ID by hand, e.g. in network namespaces).
 #include <unistd.h>
 
 #include <algorithm>
@@ -161,7 +164,7 @@ int runRank(const Options& o, int rank, strataComm_t comm) {
     const char* threshold = std::getenv("STRATA_FUSION_THRESHOLD");
     const char* transport = std::getenv("STRATA_TRANSPORT");
     std::printf("# strata-fusion-bench: %d ranks (%s), transport %s, %d repetitions, STRATA_FUSION_THRESHOLD=%s\n",
-                o.nprocs, o.bind ? "one core each" : "not bound", transport ? transport : "auto (shm)", o.reps,
+                o.nprocs, o.bind ? "one core each" : "not bound", transport ? transport : "auto (shm within a host, the network transport between hosts)", o.reps,
                 threshold ? threshold : "(default)");
     std::printf("| scenario | variant | median ms | vs unfused | vs one 100 MiB all-reduce |\n|---|---|---|---|---|\n");
     for (size_t i = 0; i < v.size(); ++i) {
@@ -205,9 +208,19 @@ int main(int argc, char** argv) {
     else if (a == "-J" && i + 1 < argc) o.json = argv[++i];
     else if (a == "-nobind") o.bind = false;
     else {
-      std::fprintf(stderr, "usage: %s [-np N] [-reps R] [-nobind] [-J results.json]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [-np N] [-reps R] [-nobind] [-J results.json]\n"
+                           "  -np 0: ranks from the launcher (strataCommInitFromEnv)\n", argv[0]);
       return 2;
     }
+  }
+  if (o.nprocs <= 0) {
+    strataComm_t comm = nullptr;
+    int rank = 0;
+    CHECK_OK(strataCommInitFromEnv(&comm));
+    CHECK_OK(strataCommUserRank(comm, &rank));
+    CHECK_OK(strataCommCount(comm, &o.nprocs));
+    o.bind = false;  // placed by whoever launched it
+    return runRank(o, rank, comm);
   }
   return runLocalRanks(o.nprocs, o.bind, [&](int rank, strataComm_t comm) { return runRank(o, rank, comm); });
 }
