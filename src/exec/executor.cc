@@ -18,6 +18,12 @@ constexpr size_t kMaxFragment = 256 * 1024;  // bytes handled per step of a flow
 
 constexpr size_t kUnbounded = ~size_t(0);
 
+// A buffer in pieces (fusion) is sent straight from a piece (trySend: no
+// staging copy on TCP) when the piece holds at least this much from the
+// current byte on; shorter runs are gathered into one packet, so that small
+// pieces do not cost a frame and a system call each.
+constexpr size_t kDirectRunBytes = 64 * 1024;
+
 // Where a flow's source or destination lies: one pointer, or an offset into a
 // buffer made of pieces (fusion), where a step must stop at a piece's end.
 struct Cursor {
@@ -37,6 +43,9 @@ struct Cursor {
 
 struct FlowState {
   size_t done = 0;
+  // Bytes of a packet sent straight from a piece (trySend) that the link has
+  // not taken yet: the next calls must continue exactly that packet.
+  size_t frameLeft = 0;
   bool descSent = false, descChecked = false, finished = false;
   Cursor src, dst;
 };
@@ -235,8 +244,16 @@ class PlanRunner {
     while (st.done < f.bytes) {
       size_t want = std::min(f.bytes - st.done, kMaxFragment);
       size_t n;
+      size_t run = kUnbounded;
+      const uint8_t* at = st.src.pieces ? st.src.at(st.done, &run) : st.src.base + st.done;
       if (!st.src.pieces) {
-        n = ch.trySend(st.src.base + st.done, want);
+        n = ch.trySend(at, want);
+      } else if (st.frameLeft || run >= std::min(want, kDirectRunBytes)) {
+        // One piece holds this packet's bytes (a packet never spans pieces:
+        // trySend may take it over several calls, each continuing it).
+        size_t len = st.frameLeft ? st.frameLeft : wholeElements(st.done, std::min(want, run));
+        n = len ? ch.trySend(at, len) : 0;
+        st.frameLeft = len - n;
       } else {
         // The source is in pieces: gather them into one packet, so a fused
         // buffer of small pieces does not use up a link's packet slots
@@ -354,8 +371,11 @@ class PlanRunner {
       // the boundary lies past its end.
       n = wholeElements(st.done, n);
       if (n == 0) break;
-      if (!in && st.src.pieces) {
-        // A local source in pieces (fusion): gather them into one packet.
+      const bool localPieces = !in && st.src.pieces;
+      size_t srcRun = kUnbounded;
+      if (localPieces) from = st.src.at(st.done, &srcRun);
+      if (localPieces && !st.frameLeft && srcRun < std::min(n, kDirectRunBytes)) {
+        // A local source in short pieces (fusion): gather them into one packet.
         Span sp = out.acquireSend(n);
         n = wholeElements(st.done, std::min(n, sp.size));
         if (n == 0) break;
@@ -365,6 +385,10 @@ class PlanRunner {
         st.done += n;
         moved = true;
         continue;
+      }
+      if (localPieces) {  // straight from the piece, continuing a packet it began
+        n = st.frameLeft ? st.frameLeft : wholeElements(st.done, std::min(n, srcRun));
+        if (n == 0) break;
       }
       if (st.dst.valid()) {
         size_t dstRun;
@@ -377,6 +401,7 @@ class PlanRunner {
         }
       }
       size_t sent = out.trySend(from, n);
+      if (localPieces) st.frameLeft = n - sent;
       if (sent == 0) break;
       if (in) in->consumeRecv(sent);
       st.done += sent;
