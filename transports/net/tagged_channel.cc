@@ -65,6 +65,7 @@ class TaggedLinkState {
   void start() {
     for (uint32_t i = 0; i < slots_; ++i) postRecv(i);
     for (int i = 0; i < kCreditRecvs; ++i) postCreditRecv(i);
+    flushRecvPosts();
   }
 
   Span acquireSend(size_t maxBytes) {
@@ -87,6 +88,7 @@ class TaggedLinkState {
     throwIfFailed();
     uint32_t slot = uint32_t(recvSeq_ % slots_);
     if (!recvDone_[slot]) {
+      flushRecvPosts();
       ep_.progress();
       throwIfFailed();
       if (!recvDone_[slot]) return {};
@@ -102,11 +104,13 @@ class TaggedLinkState {
     recvDone_[slot] = false;
     ++recvSeq_;
     postRecv(slot);
+    flushRecvPosts();
     if (recvSeq_ - creditReported_ >= std::max<uint64_t>(1, slots_ / 2)) sendCredit();
   }
 
   bool progress() {
     bool moved = ep_.progress();
+    flushRecvPosts();
     flushPosts();
     if (!creditSend_.inFlight && recvSeq_ > creditReported_ && creditWanted_) sendCredit();
     return moved;
@@ -137,7 +141,7 @@ class TaggedLinkState {
       uint64_t value;
       std::memcpy(&value, creditRecvBuffer(int(op->slot)), 8);
       peerConsumed_ = std::max(peerConsumed_, value);
-      postCreditRecv(int(op->slot));
+      postCreditRecv(int(op->slot));  // posted at the next flush (not from inside a completion)
       return;
     }
     if (!op->isSend) {
@@ -156,6 +160,11 @@ class TaggedLinkState {
     uint64_t seq;
     size_t bytes;
   };
+  struct PendingRecv {
+    uint32_t slot;  // packet slot, or credit buffer index
+    uint64_t seq;
+    bool credit;
+  };
   int railOf(uint64_t seq) const { return int(seq % uint64_t(rails_)); }
   uint8_t* creditSendBuffer() { return control_.get(); }
   uint8_t* creditRecvBuffer(int i) { return control_.get() + 8 * (1 + i); }
@@ -173,23 +182,38 @@ class TaggedLinkState {
     }
   }
 
+  // Queues the receive of packet slot `slot` (its sequence number fixed now)
+  // or of credit message `i`; flushRecvPosts() hands them to the library.
+  // A library that pushes back (out of resources, or wedged by a dead peer)
+  // is retried from the engine's progress calls, where the liveness line and
+  // the timeout are checked, never in a loop here.
   void postRecv(uint32_t slot) {
     uint64_t seq = recvSeq_ + ((slot + slots_ - uint32_t(recvSeq_ % slots_)) % slots_);
-    int rail = railOf(seq);
-    TaggedOp& op = recvOps_[slot];
-    op.inFlight = true;
-    while (!ep_.postRecv(peerHandle_, rail, recvRing_.get() + size_t(slot) * slotBytes_,
-                         slotBytes_, recvDesc_[size_t(rail)], makeTag(kTagData, peer_, seq), 0,
-                         &op))
-      ep_.progress();
+    recvOps_[slot].inFlight = true;
+    pendingRecvs_.push_back({slot, seq, false});
   }
 
   void postCreditRecv(int i) {
-    TaggedOp& op = creditRecv_[i];
-    op.inFlight = true;
-    while (!ep_.postRecv(peerHandle_, 0, creditRecvBuffer(i), 8, controlDesc_[0],
-                         makeTag(kTagCredit, peer_, 0), 0xffffffffu, &op))
-      ep_.progress();
+    creditRecv_[i].inFlight = true;
+    pendingRecvs_.push_back({uint32_t(i), 0, true});
+  }
+
+  void flushRecvPosts() {
+    while (!pendingRecvs_.empty()) {
+      const PendingRecv& r = pendingRecvs_.front();
+      bool posted;
+      if (r.credit) {
+        posted = ep_.postRecv(peerHandle_, 0, creditRecvBuffer(int(r.slot)), 8, controlDesc_[0],
+                              makeTag(kTagCredit, peer_, 0), 0xffffffffu, &creditRecv_[r.slot]);
+      } else {
+        int rail = railOf(r.seq);
+        posted = ep_.postRecv(peerHandle_, rail, recvRing_.get() + size_t(r.slot) * slotBytes_,
+                              slotBytes_, recvDesc_[size_t(rail)], makeTag(kTagData, peer_, r.seq), 0,
+                              &recvOps_[r.slot]);
+      }
+      if (!posted) break;
+      pendingRecvs_.pop_front();
+    }
   }
 
   // Tells the peer how many packets this side has consumed (one message in
@@ -227,6 +251,7 @@ class TaggedLinkState {
   std::vector<size_t> recvLength_;
   std::vector<bool> recvDone_;
   std::deque<PendingSend> pendingSends_;
+  std::deque<PendingRecv> pendingRecvs_;  // receives the library has not taken yet
   uint64_t sendSeq_ = 0;        // packets committed
   uint64_t peerConsumed_ = 0;   // packets the peer reported consumed
   uint64_t recvSeq_ = 0;        // packets consumed here

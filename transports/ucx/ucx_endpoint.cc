@@ -100,25 +100,39 @@ UcxEndpoint::~UcxEndpoint() {
 
 void UcxEndpoint::closeAll() noexcept {
   if (worker_) {
-    // Cancel what is posted and let the callbacks run, so UCX no longer
-    // writes into the links' memory, then close the endpoints.
+    // Receives are cancelled (UCX must stop writing into the links' memory);
+    // sends are let finish. Then every endpoint is closed in flush mode: an
+    // eager send counts as complete once UCX holds the bytes, so a rank that
+    // destroys its communicator right after its last operation must still
+    // deliver them (a forced close can drop them, and the peer then sees
+    // this rank vanish mid-operation). A dead peer fails the flush at once
+    // with error handling, else the deadline ends it.
     for (TaggedOp* op : inFlight_)
-      if (op->request) api().requestCancel(worker_, op->request);
+      if (op->request && !op->isSend) api().requestCancel(worker_, op->request);
     int64_t deadline = nowMs() + 1000;
-    while (!inFlight_.empty() && nowMs() < deadline) {
+    bool cancelledSends = false;
+    while (!inFlight_.empty() && nowMs() < deadline + 500) {
+      if (!cancelledSends && nowMs() >= deadline) {
+        for (TaggedOp* op : inFlight_)
+          if (op->request) api().requestCancel(worker_, op->request);
+        cancelledSends = true;
+      }
       api().workerProgress(worker_);
       dispatch(true);
     }
+    deadline = nowMs() + 1000;
+    std::vector<ucs_status_ptr_t> closing;
     for (ucp_ep_h ep : peers_) {
       ucp_request_param_t p{};
       p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      p.flags = 0;  // flush, then close
       ucs_status_ptr_t r = api().epCloseNbx(ep, &p);
-      if (r && !UCS_PTR_IS_ERR(r)) {
-        while (api().requestCheckStatus(r) == UCS_INPROGRESS && nowMs() < deadline)
-          api().workerProgress(worker_);
-        api().requestFree(r);
-      }
+      if (r && !UCS_PTR_IS_ERR(r)) closing.push_back(r);
+    }
+    for (ucs_status_ptr_t r : closing) {
+      while (api().requestCheckStatus(r) == UCS_INPROGRESS && nowMs() < deadline)
+        api().workerProgress(worker_);
+      api().requestFree(r);
     }
     peers_.clear();
     api().workerDestroy(worker_);
@@ -178,12 +192,16 @@ bool UcxEndpoint::postSend(uint64_t peer, int, const void* buf, size_t len, void
 bool UcxEndpoint::postRecv(uint64_t, int, void* buf, size_t len, void*, uint64_t tag,
                            uint64_t ignoreBits, TaggedOp* op) {
   ucp_request_param_t p{};
-  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  ucp_tag_recv_info_t info{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_RECV_INFO;
   p.cb.recv = onRecv;
   p.user_data = op;
+  p.recv_info.tag_info = &info;
   op->endpoint = this;
   ucs_status_ptr_t r = api().tagRecvNbx(worker_, buf, len, tag, ~ignoreBits, &p);
-  if (UCS_PTR_IS_ERR(r)) {
+  if (r == nullptr) {  // the message had already arrived: done at once, no callback
+    completeTaggedOp(op, info.length, false, {});
+  } else if (UCS_PTR_IS_ERR(r)) {
     completeTaggedOp(op, 0, false, api().statusString(UCS_PTR_STATUS(r)));
   } else {
     op->request = r;
