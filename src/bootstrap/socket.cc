@@ -155,7 +155,7 @@ void setNoDelay(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-Fd connectTo(SockAddr addr, int64_t deadlineMs) {
+Fd connectTo(SockAddr addr, int64_t deadlineMs, bool refusedIsFinal) {
   int delayMs = 1;
   for (;;) {
     Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -166,6 +166,8 @@ Fd connectTo(SockAddr addr, int64_t deadlineMs) {
       return fd;
     }
     int e = errno;
+    if (e == ECONNREFUSED && refusedIsFinal)
+      fail(strataRemoteError, "%s refused the connection: nothing listens there any more", addr.str().c_str());
     bool retry = e == ECONNREFUSED || e == ETIMEDOUT || e == ENETUNREACH || e == EHOSTUNREACH ||
                  e == EAGAIN || e == EINTR;
     if (!retry) fail(strataSystemError, "connect to %s failed: %s", addr.str().c_str(), std::strerror(e));

@@ -46,8 +46,10 @@ SockAddr defaultHostAddr();
 Fd listenOn(SockAddr bind, int backlog = 1024);
 SockAddr localAddr(int fd);
 SockAddr peerAddr(int fd);
-// Connects, retrying refused connections until the deadline (the peer may not listen yet).
-Fd connectTo(SockAddr addr, int64_t deadlineMs);
+// Connects, retrying refused connections until the deadline (the peer may not
+// listen yet), unless `refusedIsFinal`: then a refusal throws strataRemoteError
+// at once (for a peer known to have listened: it is gone).
+Fd connectTo(SockAddr addr, int64_t deadlineMs, bool refusedIsFinal = false);
 void setNonBlocking(int fd);
 void setNoDelay(int fd);
 

@@ -94,7 +94,14 @@ struct Comm::Handshake {
     LinkContext ctx = comm.linkContext(peer);
     uint32_t tid = chooseTransport(ctx);
     Waiting w;
-    w.fd = connectTo(comm.ranks_[size_t(peer)].addr, deadline);
+    // Every rank listens from init until it exits or aborts, so a refusal
+    // means the peer is gone: say so now rather than retry until the timeout.
+    try {
+      w.fd = connectTo(comm.ranks_[size_t(peer)].addr, deadline, true);
+    } catch (const Error& e) {
+      if (e.code() != strataRemoteError) throw;
+      fail(strataRemoteError, "rank %d is gone: %s (it exited or aborted)", peer, e.what());
+    }
     w.peer = peer;
     w.speculative = speculative;
     w.from = comm.ranks_[size_t(peer)].addr;
@@ -247,8 +254,7 @@ void Comm::connect(const std::vector<int>& peers) {
 void Comm::connectStep(const std::vector<int>& peers) {
   if (failed()) throwFailed();
   Handshake& hs = handshake();
-  // Every live rank listens from init on, so a connect that is refused for a
-  // second means the rank is gone: leave it (and do not ask again).
+  // A rank that refuses the call is gone (see call()): leave it, and do not ask again.
   hs.deadline = nowMs() + std::min(config_.timeoutMs, 1000);
   for (int p : peers) {
     if (p == rank_ || rank_ > p || connected(p) || hs.calling(p) ||
