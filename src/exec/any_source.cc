@@ -1,6 +1,5 @@
 #include "exec/any_source.h"
 
-#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -29,7 +28,6 @@ int awaitAnySender(Comm& comm) {
     fail(strataInvalidArgument, "strataRecvAny: the communicator has one rank, so no rank can send to it");
   std::vector<bool> gone(size_t(n), false);
   size_t goneCount = 0;
-  std::string lastGone;
   Waiter waiter(comm, comm.timeoutMs(), nullptr, nullptr);
   for (size_t round = 0;; ++round) {
     if (comm.failed()) comm.throwFailed();
@@ -43,10 +41,9 @@ int awaitAnySender(Comm& comm) {
       }
       try {
         if (sendIsWaiting(comm.channel(p))) return p;
-      } catch (const Error& e) {
+      } catch (const Error&) {
         // A rank that left is no sender; an error only if every rank left.
         gone[size_t(p)] = true;
-        lastGone = e.what();
         if (++goneCount == others.size()) throw;
       }
     }
