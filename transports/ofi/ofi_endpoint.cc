@@ -4,7 +4,11 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <random>
+#include <string>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -46,6 +50,14 @@ void OfiEndpoint::open(Rail& r, const fi_info* info) {
   check(fi_endpoint(r.domain, r.info, &r.ep, nullptr), "fi_endpoint", info);
   check(fi_ep_bind(r.ep, &r.cq->fid, FI_TRANSMIT | FI_RECV), "binding the completion queue", info);
   check(fi_ep_bind(r.ep, &r.av->fid, 0), "binding the address vector", info);
+  if (std::strncmp(r.info->fabric_attr->prov_name, "shm", 3) == 0) {
+    // The shm provider names its shared-memory region after the pid unless
+    // told otherwise; a SIGKILLed process leaves the region behind, and a
+    // later process that gets the same pid then fails fi_enable with EBUSY.
+    std::random_device rd;
+    std::string name = format("strata_%d_%08x%08x", int(getpid()), rd(), rd());
+    fi_setname(&r.ep->fid, name.data(), name.size() + 1);  // on failure: the default name
+  }
   check(fi_enable(r.ep), "fi_enable", info);
   size_t len = 0;
   fi_getname(&r.ep->fid, nullptr, &len);
