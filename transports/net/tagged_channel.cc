@@ -271,6 +271,11 @@ TaggedLinkState* TaggedEndpoint::adopt(std::unique_ptr<TaggedLinkState> link) {
 
 void TaggedEndpoint::releaseLinks() { links_.clear(); }
 
+void TaggedEndpoint::abandonLinks() {
+  for (auto& link : links_) (void)link.release();
+  links_.clear();
+}
+
 void completeTaggedOp(TaggedOp* op, size_t bytes, bool cancelled, const std::string& error) {
   op->link->complete(op, bytes, cancelled, error);
 }

@@ -82,6 +82,9 @@ class TaggedEndpoint {
   // Frees the links' memory: call at the end of a derived destructor, after
   // the library has stopped touching it.
   void releaseLinks();
+  // Leaks the links' memory instead: for a library that may still hold
+  // pointers into it and will never be closed (transports/ofi/call_watch.h).
+  void abandonLinks();
 
  private:
   std::vector<std::unique_ptr<TaggedLinkState>> links_;

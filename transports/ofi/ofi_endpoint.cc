@@ -4,6 +4,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -26,7 +27,9 @@ void check(int rc, const char* what, const fi_info* info) {
 
 }  // namespace
 
-OfiEndpoint::OfiEndpoint(const std::vector<const fi_info*>& rails) : rails_(rails.size()) {
+OfiEndpoint::OfiEndpoint(const std::vector<const fi_info*>& rails, std::chrono::milliseconds callLimit)
+    : watch_(format("libfabric %s", rails.empty() ? "?" : rails[0]->fabric_attr->prov_name), callLimit),
+      rails_(rails.size()) {
   try {
     for (size_t i = 0; i < rails.size(); ++i) open(rails_[i], rails[i]);
   } catch (...) {
@@ -56,7 +59,8 @@ void OfiEndpoint::open(Rail& r, const fi_info* info) {
     // later process that gets the same pid then fails fi_enable with EBUSY.
     std::random_device rd;
     std::string name = format("strata_%d_%08x%08x", int(getpid()), rd(), rd());
-    fi_setname(&r.ep->fid, name.data(), name.size() + 1);  // on failure: the default name
+    if (fi_setname(&r.ep->fid, name.data(), name.size() + 1) == 0)  // on failure: the default name
+      ownRegion_ = name;
   }
   check(fi_enable(r.ep), "fi_enable", info);
   size_t len = 0;
@@ -70,26 +74,53 @@ void OfiEndpoint::open(Rail& r, const fi_info* info) {
 
 OfiEndpoint::~OfiEndpoint() {
   closeAll();
-  releaseLinks();
+  removeDeadRegions();
+  if (watch_.abandoned())
+    abandonLinks();  // the provider may hold pointers into them, and it is never closed
+  else
+    releaseLinks();
 }
 
 void OfiEndpoint::closeAll() noexcept {
+  // After a call was jumped out of, the provider's own locks may be held:
+  // closing could hang, so everything is left to the process's exit.
+  auto close = [this](fid_t fid) {
+    if (!fid || watch_.abandoned()) return;
+    try {
+      watch_.run("fi_close", -1, [fid] { return fi_close(fid); });
+    } catch (const std::exception&) {  // jumped out: abandoned from here on
+    }
+  };
   // The endpoints first: after fi_close nothing writes into the links' memory.
   for (Rail& r : rails_)
-    if (r.ep) fi_close(&r.ep->fid);
+    if (r.ep) close(&r.ep->fid);
   for (Rail& r : rails_) {
+    if (watch_.abandoned()) {
+      (void)r.mr.release();
+      r = Rail();
+      continue;
+    }
     r.mr.reset();
-    if (r.av) fi_close(&r.av->fid);
-    if (r.cq) fi_close(&r.cq->fid);
-    if (r.domain) fi_close(&r.domain->fid);
-    if (r.fabric) fi_close(&r.fabric->fid);
+    if (r.av) close(&r.av->fid);
+    if (r.cq) close(&r.cq->fid);
+    if (r.domain) close(&r.domain->fid);
+    if (r.fabric) close(&r.fabric->fid);
     if (r.info) ofiApi(nullptr)->freeinfo(r.info);
     r = Rail();
   }
 }
 
+void OfiEndpoint::removeDeadRegions() noexcept {
+  // The provider removes its region in fi_close, which an abandoned endpoint
+  // and a killed peer never reach. Only names strata gave are removed.
+  if (watch_.abandoned() && !ownRegion_.empty()) shm_unlink(("/" + ownRegion_).c_str());
+  for (const LocalPeer& p : localPeers_)
+    if (processGone(p.pid)) shm_unlink(("/" + p.region).c_str());
+}
+
 std::vector<uint8_t> OfiEndpoint::address() const {
-  // rails (u16), then per rail: length (u16) and the endpoint name.
+  // rails (u16), then per rail: length (u16) and the endpoint name; then this
+  // process's id (u32), which a shm peer watches (call_watch.h).
   std::vector<uint8_t> out(2);
   uint16_t n = uint16_t(rails_.size());
   std::memcpy(out.data(), &n, 2);
@@ -98,6 +129,8 @@ std::vector<uint8_t> OfiEndpoint::address() const {
     out.insert(out.end(), reinterpret_cast<uint8_t*>(&len), reinterpret_cast<uint8_t*>(&len) + 2);
     out.insert(out.end(), r.name.begin(), r.name.end());
   }
+  uint32_t pid = uint32_t(getpid());
+  out.insert(out.end(), reinterpret_cast<uint8_t*>(&pid), reinterpret_cast<uint8_t*>(&pid) + 4);
   return out;
 }
 
@@ -111,13 +144,22 @@ uint64_t OfiEndpoint::addPeer(const std::vector<uint8_t>& address, int peerRank)
   std::memcpy(&n, address.data(), 2);
   if (n == 0) bad();
   std::vector<fi_addr_t> addrs;
+  std::string region;  // rail 0's name: the peer's region when the provider is shm
   size_t at = 2;
-  for (uint16_t i = 0; i < n && i < rails_.size(); ++i) {
+  for (uint16_t i = 0; i < n; ++i) {
     uint16_t len;
     if (at + 2 > address.size()) bad();
     std::memcpy(&len, address.data() + at, 2);
     at += 2;
     if (at + len > address.size() || len == 0) bad();
+    if (i >= rails_.size()) {  // a rail this side does not have
+      at += len;
+      continue;
+    }
+    if (i == 0) {
+      const char* name = reinterpret_cast<const char*>(address.data() + at);
+      region.assign(name, strnlen(name, len));
+    }
     fi_addr_t fa = FI_ADDR_UNSPEC;
     int rc = fi_av_insert(rails_[i].av, address.data() + at, 1, &fa, 0, nullptr);
     if (rc != 1)
@@ -126,14 +168,27 @@ uint64_t OfiEndpoint::addPeer(const std::vector<uint8_t>& address, int peerRank)
     addrs.push_back(fa);
     at += len;
   }
+  uint32_t pid = 0;
+  if (at + 4 != address.size()) bad();
+  std::memcpy(&pid, address.data() + at, 4);
+  // The shm provider reaches only processes on this host, so the id is
+  // theirs; a region is removed only if strata named it (see open()).
+  const bool shm = std::strncmp(rails_[0].info->fabric_attr->prov_name, "shm", 3) == 0;
+  if (shm && pid > 0 && pid_t(pid) != getpid()) {
+    watch_.watchPeerProcess(pid_t(pid), peerRank);
+    if (region.rfind("strata_", 0) == 0 && region.find('/') == std::string::npos)
+      localPeers_.push_back({pid_t(pid), region});
+  }
   peers_.push_back(std::move(addrs));
+  peerRanks_.push_back(peerRank);
   return peers_.size() - 1;
 }
 
 bool OfiEndpoint::postSend(uint64_t peer, int rail, const void* buf, size_t len, void* desc,
                            uint64_t tag, TaggedOp* op) {
   Rail& r = rails_[size_t(rail)];
-  ssize_t rc = fi_tsend(r.ep, buf, len, desc, peers_[peer][size_t(rail)], tag, op->provider);
+  fi_addr_t to = peers_[peer][size_t(rail)];
+  ssize_t rc = watch_.run("fi_tsend", peerRanks_[peer], [&] { return fi_tsend(r.ep, buf, len, desc, to, tag, op->provider); });
   if (rc == -FI_EAGAIN) {
     drain(r);
     return false;
@@ -147,7 +202,8 @@ bool OfiEndpoint::postSend(uint64_t peer, int rail, const void* buf, size_t len,
 bool OfiEndpoint::postRecv(uint64_t peer, int rail, void* buf, size_t len, void* desc,
                            uint64_t tag, uint64_t ignoreBits, TaggedOp* op) {
   Rail& r = rails_[size_t(rail)];
-  ssize_t rc = fi_trecv(r.ep, buf, len, desc, FI_ADDR_UNSPEC, tag, ignoreBits, op->provider);
+  ssize_t rc = watch_.run(
+      "fi_trecv", -1, [&] { return fi_trecv(r.ep, buf, len, desc, FI_ADDR_UNSPEC, tag, ignoreBits, op->provider); });
   if (rc == -FI_EAGAIN) {
     drain(r);
     return false;
@@ -162,7 +218,7 @@ bool OfiEndpoint::drain(Rail& r) {
   bool any = false;
   for (;;) {
     fi_cq_tagged_entry done[16];
-    ssize_t n = fi_cq_read(r.cq, done, 16);
+    ssize_t n = watch_.run("fi_cq_read", -1, [&] { return fi_cq_read(r.cq, done, 16); });
     if (n > 0) {
       for (ssize_t i = 0; i < n; ++i)
         completeTaggedOp(static_cast<TaggedOp*>(done[i].op_context), done[i].len, false, {});
@@ -171,7 +227,7 @@ bool OfiEndpoint::drain(Rail& r) {
     }
     if (n == -FI_EAVAIL) {
       fi_cq_err_entry err{};
-      if (fi_cq_readerr(r.cq, &err, 0) < 0) return any;
+      if (watch_.run("fi_cq_readerr", -1, [&] { return fi_cq_readerr(r.cq, &err, 0); }) < 0) return any;
       auto* op = static_cast<TaggedOp*>(err.op_context);
       if (!op) continue;
       if (err.err == FI_ECANCELED) {

@@ -7,11 +7,13 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "transports/net/tagged_endpoint.h"
+#include "transports/ofi/call_watch.h"
 #include "transports/ofi/mr_cache.h"
 
 namespace strata {
@@ -21,8 +23,10 @@ struct Config;
 class OfiEndpoint : public TaggedEndpoint {
  public:
   // Opens one rail per entry of `rails` (fi_info, owned by the caller and
-  // copied). Throws strataSystemError with the provider's sentence.
-  explicit OfiEndpoint(const std::vector<const fi_info*>& rails);
+  // copied). A provider call that lasts `callLimit` (the communicator's
+  // timeout) is jumped out of (call_watch.h). Throws strataSystemError with
+  // the provider's sentence.
+  OfiEndpoint(const std::vector<const fi_info*>& rails, std::chrono::milliseconds callLimit);
   ~OfiEndpoint() override;
 
   const char* transportName() const override { return "ofi"; }
@@ -54,9 +58,20 @@ class OfiEndpoint : public TaggedEndpoint {
   };
   void open(Rail& r, const fi_info* info);
   void closeAll() noexcept;
+  void removeDeadRegions() noexcept;
   bool drain(Rail& r);
+  CallWatch watch_;  // every call that may spin on a peer goes through it
   std::vector<Rail> rails_;
   std::vector<std::vector<fi_addr_t>> peers_;  // per peer handle: its address on each rail
+  std::vector<int> peerRanks_;                 // per peer handle: its rank
+  // shm provider only: the peers' processes and shared-memory region names,
+  // so that a region a killed peer left in /dev/shm is removed at close.
+  struct LocalPeer {
+    pid_t pid;
+    std::string region;
+  };
+  std::vector<LocalPeer> localPeers_;
+  std::string ownRegion_;  // this endpoint's region (shm provider), "" otherwise
 };
 
 }  // namespace strata

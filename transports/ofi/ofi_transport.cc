@@ -139,7 +139,8 @@ std::unique_ptr<PendingLink> OfiTransport::begin(const LinkContext& ctx, SetupBl
       fail(strataSystemError, "libfabric found no usable provider%s%s: %s",
            ctx.config->ofiProvider.empty() ? "" : " named ", ctx.config->ofiProvider.c_str(),
            ofiError(rc ? rc : -FI_ENODATA).c_str());
-    auto made = std::make_shared<OfiEndpoint>(chooseRails(list.head, *ctx.config, ctx.local.addr.ip));
+    auto made = std::make_shared<OfiEndpoint>(chooseRails(list.head, *ctx.config, ctx.local.addr.ip),
+                                              std::chrono::milliseconds(ctx.config->timeoutMs));
     STRATA_INFO("rank %d: ofi %s", ctx.rank, made->describe().c_str());
     return made;
   });
