@@ -78,6 +78,9 @@ def main():
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--warmup", type=int, default=5, help="steps left out of the median")
     p.add_argument("--comm-hook", default="default", choices=["default", "fused", "bf16", "fp16"])
+    p.add_argument("--bucket-cap-mb", type=float, help="DDP's bucket size (default: DDP's 25)")
+    p.add_argument("--hook-eager-bytes", type=int, default=1 << 20,
+                   help="strata hooks: a bucket this large sends at once (0: hold every bucket to the threshold)")
     p.add_argument("--save", help="write the trained parameters to this file (rank 0)")
     args = p.parse_args()
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
@@ -90,8 +93,9 @@ def main():
         import strata_torch.hooks as hooks
         hook = {"fused": hooks.fused_allreduce_hook, "bf16": hooks.bf16_compress_fused_hook,
                 "fp16": hooks.fp16_compress_fused_hook}[args.comm_hook]
-        state = hooks.FusionState()
-    times = train(model, args.steps, args.batch, rank, hook=hook, hook_state=state, verbose=rank == 0)
+        state = hooks.FusionState(eager_bytes=args.hook_eager_bytes)
+    times = train(model, args.steps, args.batch, rank, hook=hook, hook_state=state, verbose=rank == 0,
+                  bucket_cap_mb=args.bucket_cap_mb)
     if args.save and rank == 0:
         torch.save(model.state_dict(), args.save)
     checksum = sum(p.double().sum().item() for p in model.parameters())

@@ -1,11 +1,14 @@
 """DDP communication hooks that fuse gradients across DDP's buckets.
 
 DDP hands its gradient buckets to a communication hook one at a time. These
-hooks hold the buckets back until they add up to the fusion threshold (or the
-iteration's last bucket arrives), then all-reduce them together through one
-``allreduce_coalesced`` call, which strata runs as one fused collective over
-the buckets where they lie (no copy into a staging buffer), averaging on the
-way (no separate division pass). The compression variants cast each bucket to
+hooks hold small buckets back until they add up to the fusion threshold (or
+the iteration's last bucket, or a large one, arrives), then all-reduce them
+together through one ``allreduce_coalesced`` call, which strata runs as one
+fused collective over the buckets where they lie (no copy into a staging
+buffer), averaging on the way (no separate division pass). A large bucket
+(``eager_bytes``, 1 MiB by default) goes at once, taking the held ones along:
+its transfer then overlaps the rest of the backward pass as DDP's own
+all-reduce would, and a per-collective latency is nothing beside it. The compression variants cast each bucket to
 bfloat16 / float16 first and back afterwards, halving the bytes on the wire.
 
     import strata_torch.hooks as hooks
@@ -34,11 +37,14 @@ class FusionState:
     threshold_bytes: send once the held buckets reach this many bytes
     (default: STRATA_FUSION_THRESHOLD, else 64 MiB); the last bucket of an
     iteration always sends.
+    eager_bytes: a bucket at least this large (on the wire) sends at once with
+    the held ones (default 1 MiB; 0 holds every bucket to the threshold).
     """
 
-    def __init__(self, process_group=None, threshold_bytes=None):
+    def __init__(self, process_group=None, threshold_bytes=None, eager_bytes=1 << 20):
         self.process_group = process_group
         self.threshold_bytes = _default_threshold() if threshold_bytes is None else int(threshold_bytes)
+        self.eager_bytes = int(eager_bytes)
         self._held = []  # (tensor to reduce, bucket buffer, future)
         self._bytes = 0
 
@@ -72,8 +78,10 @@ def _hold(state, bucket, wire_dtype):
     reduced = buffer if wire_dtype is None else buffer.to(wire_dtype)
     out = torch.futures.Future()
     state._held.append((reduced, buffer, out))
-    state._bytes += reduced.numel() * reduced.element_size()
-    if state._bytes >= state.threshold_bytes or bucket.is_last():
+    nbytes = reduced.numel() * reduced.element_size()
+    state._bytes += nbytes
+    eager = 0 < state.eager_bytes <= nbytes
+    if eager or state._bytes >= state.threshold_bytes or bucket.is_last():
         _flush(state)
     return out
 

@@ -447,11 +447,13 @@ def scenario_training():
     want = small_model()
     train(want, 20, 8, RANK, process_group=GLOO, bucket_cap_mb=0.01)
     # fused: averaging sums before dividing (DDP's hook divides first): float32 rounding apart.
-    for name, hook, rtol, atol in (("fused", hooks.fused_allreduce_hook, 1e-4, 1e-5),
-                                   ("bf16", hooks.bf16_compress_fused_hook, 2e-2, 2e-3),
-                                   ("fp16", hooks.fp16_compress_fused_hook, 5e-3, 5e-4)):
+    # "fused eager": every bucket counts as large (eager_bytes=1), so each goes at once.
+    for name, hook, eager, rtol, atol in (("fused", hooks.fused_allreduce_hook, 1 << 20, 1e-4, 1e-5),
+                                          ("fused eager", hooks.fused_allreduce_hook, 1, 1e-4, 1e-5),
+                                          ("bf16", hooks.bf16_compress_fused_hook, 1 << 20, 2e-2, 2e-3),
+                                          ("fp16", hooks.fp16_compress_fused_hook, 1 << 20, 5e-3, 5e-4)):
         got = small_model()
-        state = hooks.FusionState(STRATA, threshold_bytes=1 << 20)
+        state = hooks.FusionState(STRATA, threshold_bytes=1 << 20, eager_bytes=eager)
         train(got, 20, 8, RANK, hook=hook, hook_state=state, process_group=STRATA, bucket_cap_mb=0.01)
         params_close(f"DDP strata_torch.hooks {name} vs gloo default", got, want, rtol=rtol, atol=atol)
     print(f"rank {RANK}: DDP done", flush=True)
