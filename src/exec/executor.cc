@@ -123,7 +123,7 @@ class PlanRunner {
       progressPhase(ph);
     } catch (const PeerAbort& e) {
       throw PeerAbort(e.code(), format("%s; meanwhile rank %d %s", e.what(), comm_.rank(),
-                                       describeWait(ph).text.c_str()));
+                                       describeWait(ph, waiter_.absenceIsKnown()).text.c_str()));
     }
   }
 
@@ -428,8 +428,10 @@ class PlanRunner {
 
   // What this rank waits for in phase `ph`, and for each awaited peer whether
   // it arrived in this operation (its descriptor or an ARRIVED frame came) or
-  // was last seen in an earlier one.
-  WaitState describeWait(const Phase& ph) const {
+  // was last seen in an earlier one. `absenceIsKnown`: the wait lasted long
+  // enough for a peer inside the operation to announce itself, so one not
+  // seen in it never arrived; otherwise it has only not been heard from yet.
+  WaitState describeWait(const Phase& ph, bool absenceIsKnown = true) const {
     const OpDesc* mine = plan_.ops.empty() ? nullptr : &plan_.ops[0];
     WaitState w;
     w.text = format("was in %s (%s) waiting for", mine ? mine->describe().c_str() : "?",
@@ -447,11 +449,11 @@ class PlanRunner {
       if (!mine || mine->coll == Coll::kSend || mine->coll == Coll::kRecv) return std::string();
       // Neither its descriptor nor an ARRIVED frame (which a peer waiting in
       // the operation sends after a quarter of the timeout) came.
-      if (absent.find(format("rank %d never arrived", peer)) == std::string::npos)
+      std::string verdict = format(absenceIsKnown ? "rank %d never arrived" : "rank %d was not seen in it yet", peer);
+      if (absent.find(verdict) == std::string::npos)
         absent += seen && seen->seq
-                      ? format("rank %d never arrived: the last operation seen from it was %s; ",
-                               peer, seen->describe().c_str())
-                      : format("rank %d never arrived: nothing was received from it yet; ", peer);
+                      ? format("%s: the last operation seen from it was %s; ", verdict.c_str(), seen->describe().c_str())
+                      : format("%s: nothing was received from it yet; ", verdict.c_str());
       return std::string();
     };
     for (uint32_t i = 0; i < ph.count; ++i) {

@@ -18,6 +18,8 @@ constexpr uint64_t kSpins = 64;
 constexpr int64_t kLivenessPeriodUs = 1000;
 constexpr int64_t kSleepAfterUs = 2000;
 constexpr long kNapNs = 50000;
+// Time allowed for the peers' ARRIVED frames to come after they were due.
+constexpr int64_t kAnnounceTravelUs = 500000;
 }  // namespace
 
 Waiter::Waiter(LinkSet& comm, int timeoutMs, ExecProbe* probe, const OpDesc* op)
@@ -61,6 +63,10 @@ void Waiter::pollLinks(int timeoutMs) {
     if (fds[i].revents) owner[i]->onReadable();
 }
 
+bool Waiter::absenceIsKnown() const {
+  return idleCount_ > kSpins && nowUs() - idleSinceUs_ >= announceAfterUs() + kAnnounceTravelUs;
+}
+
 void Waiter::idle(const std::function<WaitState()>& describe) {
   if (++idleCount_ <= kSpins) {
     __builtin_ia32_pause();
@@ -79,15 +85,14 @@ void Waiter::idle(const std::function<WaitState()>& describe) {
       fail(strataTimeout, "rank %d timed out after %d ms: it %s", comm_.rank(),
            int(idleUs / 1000), describe().text.c_str());
   }
-  const int64_t announceAfterUs = std::min<int64_t>(int64_t(timeoutMs_) * 250, 1000000);
-  if (op_ && !announced_ && idleUs >= announceAfterUs) {
+  if (op_ && !announced_ && idleUs >= announceAfterUs()) {
     announced_ = true;
     std::string frame = encodeArrivedFrame(op_->seq, uint8_t(op_->coll));
     for (Channel* ch : comm_.links()) ch->announceArrival(frame);
   }
   // What a long wait waits for, refreshed every second (after the peers'
   // ARRIVED frames had time to come).
-  if (probe_ && probe_->longWaits && idleUs >= announceAfterUs + 500000 + noteCount_ * 1000000) {
+  if (probe_ && probe_->longWaits && idleUs >= announceAfterUs() + kAnnounceTravelUs + noteCount_ * 1000000) {
     ++noteCount_;
     probe_->longWaits->longWait(describe().text);
   }

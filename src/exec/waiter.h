@@ -13,6 +13,7 @@
 // that they know it is stuck behind someone else, not absent.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -40,10 +41,15 @@ class Waiter {
   void idle(const std::function<WaitState()>& describe);
   // Extra time a rank whose peers all arrived waits before timing out.
   static int64_t graceUs(int timeoutMs);
+  // Whether the current wait has lasted long enough that every peer inside
+  // the operation has announced itself (ARRIVED), so that a peer not seen in
+  // it is known to be absent rather than merely not heard from yet.
+  bool absenceIsKnown() const;
 
  private:
   void pollLinks(int timeoutMs);
   void endIdleSpan();
+  int64_t announceAfterUs() const { return std::min<int64_t>(int64_t(timeoutMs_) * 250, 1000000); }
   LinkSet& comm_;
   int timeoutMs_;
   ExecProbe* probe_;

@@ -3,6 +3,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -73,3 +74,63 @@ def test_torchrun_example():
                          timeout=300)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "backend strata, hook default: world 2, median step" in out.stdout, out.stdout[-3000:]
+
+
+def test_torchrun_elastic_restart_continues_on_the_surviving_nodes(tmp_path):
+    """Three torchrun agents (one worker each, --nnodes 2:3, c10d rendezvous).
+    At step 5 the third node is lost (its worker kills its agent and exits).
+    The other workers' step fails with strata's error, their agents restart
+    them on a world of 2, and training resumes from the checkpoint. The final
+    parameters must equal a one-process replay of the same 15 steps."""
+    import torch
+    from elastic_worker import batch, make_model
+
+    steps, kill_at = 15, 5
+    port = free_port()
+    agents, logs = [], []
+    try:
+        for node in range(3):
+            conf = (f"is_host={1 if node == 0 else 0},last_call_timeout=1,keep_alive_interval=1,"
+                    "keep_alive_max_attempt=2,join_timeout=60")
+            log = open(tmp_path / f"agent{node}.log", "w+")
+            logs.append(log)
+            agents.append(subprocess.Popen(
+                [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2:3", "--nproc-per-node", "1",
+                 "--max-restarts", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
+                 "--rdzv-conf", conf, "--monitor-interval", "0.2",
+                 os.path.join(os.path.dirname(__file__), "elastic_worker.py"), str(tmp_path), str(steps),
+                 str(kill_at)],
+                env=dict(os.environ, OMP_NUM_THREADS="1", ELASTIC_VICTIM="1" if node == 2 else "0"),
+                stdout=log, stderr=subprocess.STDOUT))
+            if node == 0:  # the rendezvous store's host starts first
+                time.sleep(1.0)
+        codes = [a.wait(timeout=240) for a in agents]
+    finally:
+        for a in agents:
+            if a.poll() is None:
+                a.kill()
+                a.wait()
+    out = []
+    for log in logs:
+        log.seek(0)
+        out.append(log.read())
+        log.close()
+    assert codes[2] == -9, f"the lost node's agent was not killed (exit {codes[2]}):\n{out[2][-3000:]}"
+    for node in range(2):
+        assert codes[node] == 0, f"agent {node} exit {codes[node]}:\n{out[node][-6000:]}"
+        assert "DistBackendError: strata" in out[node], out[node][-6000:]
+        assert "restart 1" in out[node] and f"finished {steps} steps" in out[node], out[node][-6000:]
+        assert f"resuming at step {kill_at} with world 2" in out[node], out[node][-6000:]
+
+    final = torch.load(tmp_path / "final.pt")
+    assert final["worlds"] == [3] * kill_at + [2] * (steps - kill_at), final["worlds"]
+    ref = make_model()
+    opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    for step, world in enumerate(final["worlds"]):
+        opt.zero_grad()
+        for r in range(world):
+            x, y = batch(r, step)
+            (torch.nn.functional.mse_loss(ref(x), y) / world).backward()
+        opt.step()
+    for name, want in ref.state_dict().items():
+        torch.testing.assert_close(final["model"][name], want, rtol=1e-5, atol=1e-6, msg=lambda m: f"{name}: {m}")
