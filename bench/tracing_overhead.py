@@ -51,7 +51,7 @@ def main():
         variants[f"commit {args.base} (no observability)"] = (build(tree, os.path.join(work, "base")), {})
     variants["tracing on (STRATA_TRACE_FILE)"] = (variants["tracing built in, off"][0],
                                                  {"STRATA_TRACE_FILE": os.path.join(work, "trace-%r.json")})
-    sizes = [("8", 3000, 300), ("64M", 20, 3)]
+    sizes = [("8", 20000, 1000), ("64M", 20, 3)]
     results = {(v, s[0]): [] for v in variants for s in sizes}
     names = list(variants)
     for rep in range(args.reps):
@@ -68,7 +68,7 @@ def main():
     lines = ["# What tracing costs", "",
              f"Machine: {os.cpu_count()} cores, {cpu}, {platform.platform()}. Command: "
              f"`bench/tracing_overhead.py{' --base ' + args.base if args.base else ''} --reps {args.reps}` "
-             "(strata-perf all_reduce -np 2, float32; 8 B: 3000 iterations, 64 MiB: 20; each rep runs "
+             "(strata-perf all_reduce -np 2, float32; 8 B: 20000 iterations, 64 MiB: 20; each rep runs "
              "every variant, the order alternating). Median over reps (min - max), out-of-place time.", "",
              "| variant | 8 B time (us) | vs first | 64 MiB busbw (GB/s) | vs first |", "|---|---|---|---|---|"]
     for v in names:

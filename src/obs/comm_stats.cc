@@ -1,12 +1,14 @@
 #include "obs/comm_stats.h"
 
 #include "core/error.h"
+#include "obs/op_clock.h"
 
 namespace strata {
 
 void CommStats::add(const OpRecord& r, const Plan* plan, const std::vector<uint8_t>& transportOf) {
-  strataCollStats_t& c = totals_.coll[statCollOf(r)];
-  double secs = double(r.endUs - r.startUs) * 1e-6;
+  strataStatColl_t k = statCollOf(r);
+  strataCollStats_t& c = totals_.coll[k];
+  uint64_t ticks = r.endTick - r.startTick;
   if (r.state == OpState::kFailed) {
     c.failed++;
   } else {
@@ -14,20 +16,29 @@ void CommStats::add(const OpRecord& r, const Plan* plan, const std::vector<uint8
     c.bytes += r.bytes;
     c.busBytes += double(r.bytes) * r.busFactor;
   }
-  c.seconds += secs;
+  collTicks_[k] += ticks;
   c.waitSeconds += double(r.waitUs) * 1e-6;
   if (!plan) return;
   bool used[strataNumTransports] = {false};
   for (size_t i = 0; i < plan->peers.size(); ++i) {
     size_t peer = size_t(plan->peers[i]);
-    unsigned t = peer < transportOf.size() ? transportOf[peer] : strataNumTransports;
+    unsigned t = peer < transportOf.size() ? transportOf[peer] : unsigned(strataNumTransports);
     if (t >= strataNumTransports) continue;
     totals_.transport[t].bytesSent += plan->bytesTo[i];
     totals_.transport[t].bytesReceived += plan->bytesFrom[i];
     used[t] = true;
   }
   for (unsigned t = 0; t < strataNumTransports; ++t)
-    if (used[t]) totals_.transport[t].seconds += secs;
+    if (used[t]) transportTicks_[t] += ticks;
+}
+
+strataStats_t CommStats::totals() const {
+  strataStats_t t = totals_;
+  double secondsPerTick = 1e-6 / opclock::ticksPerUs();
+  for (int i = 0; i < strataNumStatColls; ++i) t.coll[i].seconds = double(collTicks_[i]) * secondsPerTick;
+  for (int i = 0; i < strataNumTransports; ++i)
+    t.transport[i].seconds = double(transportTicks_[i]) * secondsPerTick;
+  return t;
 }
 
 void CommStats::linkOpened(unsigned transport) {

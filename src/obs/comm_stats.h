@@ -19,12 +19,15 @@ class CommStats {
   // `transportOf[p]`: transport id of the link to peer p (or >= strataNumTransports).
   void add(const OpRecord& r, const Plan* plan, const std::vector<uint8_t>& transportOf);
   void linkOpened(unsigned transport);
-  const strataStats_t& totals() const { return totals_; }
+  // The totals, with the times (kept in opclock ticks) in seconds.
+  strataStats_t totals() const;
   // A table for STRATA_STATS=1.
   static std::string summary(const strataStats_t& t, const std::string& who);
 
  private:
-  strataStats_t totals_;
+  strataStats_t totals_;  // all but the times
+  uint64_t collTicks_[strataNumStatColls] = {};
+  uint64_t transportTicks_[strataNumTransports] = {};
 };
 
 }  // namespace strata

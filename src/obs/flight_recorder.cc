@@ -9,13 +9,19 @@ namespace strata {
 
 OpRecord& FlightRecorder::start() {
   uint64_t id = next_++;
-  OpRecord& slot = ring_.empty() ? scratch_ : ring_[id % ring_.size()];
-  slot.id = id;
-  return slot;
+  if (ring_.empty()) {
+    scratch_.id = id;
+    return scratch_;
+  }
+  newest_ = newest_ + 1 == ring_.size() ? 0 : newest_ + 1;  // (id % size, without a division)
+  ring_[newest_].id = id;
+  return ring_[newest_];
 }
 
 OpRecord* FlightRecorder::find(uint64_t id) {
-  OpRecord& slot = ring_.empty() ? scratch_ : ring_[id % ring_.size()];
+  if (ring_.empty()) return scratch_.id == id ? &scratch_ : nullptr;
+  if (ring_[newest_].id == id) return &ring_[newest_];  // the running operation, almost always
+  OpRecord& slot = ring_[id % ring_.size()];
   return slot.id == id ? &slot : nullptr;
 }
 
@@ -25,7 +31,10 @@ std::vector<OpRecord> FlightRecorder::snapshot() const {
   uint64_t first = next_ > ring_.size() ? next_ - ring_.size() : 1;
   for (uint64_t id = first; id < next_; ++id) {
     const OpRecord& r = ring_[id % ring_.size()];
-    if (r.id == id) out.push_back(r);
+    if (r.id == id) {
+      out.push_back(r);
+      out.back().fillMicroseconds();
+    }
   }
   return out;
 }

@@ -36,6 +36,7 @@ class FlightRecorder {
   std::vector<OpRecord> ring_;
   OpRecord scratch_;  // the record when the ring has no capacity
   uint64_t next_ = 1;
+  size_t newest_ = 0;  // ring_ slot of the newest record: (next_ - 1) % ring_.size()
 };
 
 }  // namespace strata

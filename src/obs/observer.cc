@@ -12,6 +12,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "obs/op_clock.h"
 #include "obs/trace_sink.h"
 #include "topo/topology.h"
 
@@ -52,7 +53,7 @@ std::string Observer::who() const {
 }
 
 uint64_t Observer::begin(const Plan& plan, bool p2p) {
-  int64_t start = nowUs();
+  uint64_t start = opclock::now();
   std::lock_guard<SpinLock> lock(mu_);
   OpRecord& r = recorder_.start();
   r.desc = plan.ops.empty() ? OpDesc{} : plan.ops[0];
@@ -70,15 +71,16 @@ uint64_t Observer::begin(const Plan& plan, bool p2p) {
   std::memcpy(r.algorithm, plan.algorithm.data(), n);
   r.algorithm[n] = '\0';
   r.state = OpState::kRunning;
-  r.startUs = start;
-  r.endUs = r.waitUs = 0;
+  r.startTick = start;
+  r.endTick = 0;
+  r.waitUs = 0;
   r.note.clear();
   current_ = r.id;
   return r.id;
 }
 
 void Observer::end(uint64_t id, const Plan& plan, const ExecProbe& probe, const char* error) {
-  int64_t end = nowUs();
+  uint64_t end = opclock::now();
   OpRecord traced;
   {
     std::lock_guard<SpinLock> lock(mu_);
@@ -86,13 +88,14 @@ void Observer::end(uint64_t id, const Plan& plan, const ExecProbe& probe, const 
     OpRecord* r = recorder_.find(id);
     if (!r) return;
     r->state = error ? OpState::kFailed : OpState::kDone;
-    r->endUs = end;
+    r->endTick = end;
     r->waitUs = probe.waitUs;
     if (error) r->note = error;
     stats_.add(*r, &plan, transportOf_);
     if (!trace_) return;
     traced = *r;
   }
+  traced.fillMicroseconds();
   trace(traced, plan, probe);
 }
 

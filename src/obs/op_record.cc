@@ -1,5 +1,7 @@
 #include "obs/op_record.h"
 
+#include "obs/op_clock.h"
+
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -37,6 +39,11 @@ const char* statCollName(strataStatColl_t c) {
   static const char* names[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
                                 "reduce",     "alltoall",       "send_recv",  "barrier"};
   return unsigned(c) < strataNumStatColls ? names[c] : "?";
+}
+
+void OpRecord::fillMicroseconds() {
+  startUs = opclock::toSteadyUs(startTick);
+  endUs = endTick ? opclock::toSteadyUs(endTick) : 0;
 }
 
 uint64_t dataBytes(const OpDesc& d, int nranks) {

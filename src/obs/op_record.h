@@ -22,10 +22,12 @@ struct OpRecord {
   double busFactor = 1;    // busbw = bytes x busFactor / time
   char algorithm[24] = {0};
   OpState state = OpState::kRunning;
-  int64_t startUs = 0, endUs = 0;  // steady clock (nowUs)
+  uint64_t startTick = 0, endTick = 0;  // opclock ticks, written by the operation
+  int64_t startUs = 0, endUs = 0;  // steady clock (nowUs), filled from the ticks when read
   int64_t waitUs = 0;
   std::string note;        // a long wait's description, or the error
   std::string name() const;  // "all_reduce #7", "send/recv (3 ops)"
+  void fillMicroseconds();   // startUs / endUs from the ticks
 };
 
 strataStatColl_t statCollOf(const OpRecord& r);

@@ -65,10 +65,13 @@ TEST(Stats, CountBytesTimeAndTransportTraffic) {
     const size_t count = 300007;  // prime: uneven ring blocks
     const int steps = 4;
     std::vector<float> in(count), out(count), gathered(count * size_t(n));
+    double callSeconds = 0;  // the all-reduce calls as the caller times them
     for (int s = 0; s < steps; ++s) {
       for (size_t i = 0; i < count; ++i) in[i] = valueOf(rank, s, i);
+      auto start = std::chrono::steady_clock::now();
       RANK_EXPECT(strataAllReduce(in.data(), out.data(), count, strataFloat32, strataSum, comm, nullptr) ==
                       strataSuccess, "all-reduce: %s", strataGetLastError(comm));
+      callSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
     RANK_EXPECT(strataAllGather(in.data(), gathered.data(), count, strataFloat32, comm, nullptr) == strataSuccess,
                 "all-gather: %s", strataGetLastError(comm));
@@ -83,6 +86,9 @@ TEST(Stats, CountBytesTimeAndTransportTraffic) {
     RANK_EXPECT(std::fabs(ar.busBytes - steps * bytes * 2 * (n - 1) / n) < 1, "busBytes %g", ar.busBytes);
     RANK_EXPECT(ar.seconds > 0 && ar.waitSeconds >= 0 && ar.waitSeconds <= ar.seconds, "seconds %g wait %g",
                 ar.seconds, ar.waitSeconds);
+    // The recorded time is the calls' time less argument checks and planning.
+    RANK_EXPECT(ar.seconds <= callSeconds * 1.01 + 2e-6 && ar.seconds >= 0.5 * callSeconds,
+                "recorded %g s for calls that took %g s", ar.seconds, callSeconds);
     const strataCollStats_t& ag = st.coll[strataStatAllGather];
     RANK_EXPECT(ag.calls == 1 && ag.bytes == uint64_t(bytes * n), "all-gather calls %llu bytes %llu",
                 (unsigned long long)ag.calls, (unsigned long long)ag.bytes);
