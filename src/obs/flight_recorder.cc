@@ -4,6 +4,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "obs/op_clock.h"
 
 namespace strata {
 
@@ -29,11 +30,12 @@ std::vector<OpRecord> FlightRecorder::snapshot() const {
   std::vector<OpRecord> out;
   if (ring_.empty() || next_ == 1) return out;
   uint64_t first = next_ > ring_.size() ? next_ - ring_.size() : 1;
+  const double ticksPerUs = opclock::ticksPerUs();
   for (uint64_t id = first; id < next_; ++id) {
     const OpRecord& r = ring_[id % ring_.size()];
     if (r.id == id) {
       out.push_back(r);
-      out.back().fillMicroseconds();
+      out.back().fillMicroseconds(ticksPerUs);
     }
   }
   return out;

@@ -95,7 +95,7 @@ void Observer::end(uint64_t id, const Plan& plan, const ExecProbe& probe, const 
     if (!trace_) return;
     traced = *r;
   }
-  traced.fillMicroseconds();
+  traced.fillMicroseconds(opclock::ticksPerUs());
   trace(traced, plan, probe);
 }
 

@@ -67,9 +67,9 @@ double ticksPerUs() {
   return double(r.ticks - kAnchor.ticks) * 1000.0 / double(r.ns - kAnchor.ns);
 }
 
-int64_t toSteadyUs(uint64_t ticks) {
+int64_t toSteadyUs(uint64_t ticks, double rate) {
   if (!kCountsCycles) return int64_t(ticks / 1000);
-  double sinceAnchorUs = double(int64_t(ticks - kAnchor.ticks)) / ticksPerUs();
+  double sinceAnchorUs = double(int64_t(ticks - kAnchor.ticks)) / rate;
   return int64_t(kAnchor.ns / 1000) + int64_t(sinceAnchorUs);
 }
 

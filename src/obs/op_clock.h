@@ -31,8 +31,10 @@ inline uint64_t now() {
 // Ticks per microsecond (waits until a millisecond has passed since the
 // library was loaded, so that the first measurement is already precise).
 double ticksPerUs();
-// A tick count as steady-clock microseconds (the time base of nowUs()).
-int64_t toSteadyUs(uint64_t ticks);
+// A tick count as steady-clock microseconds (the time base of nowUs()), at
+// the rate `ticksPerUs` (measured once for many conversions).
+int64_t toSteadyUs(uint64_t ticks, double ticksPerUs);
+inline int64_t toSteadyUs(uint64_t ticks) { return toSteadyUs(ticks, ticksPerUs()); }
 
 }  // namespace opclock
 }  // namespace strata

@@ -41,9 +41,9 @@ const char* statCollName(strataStatColl_t c) {
   return unsigned(c) < strataNumStatColls ? names[c] : "?";
 }
 
-void OpRecord::fillMicroseconds() {
-  startUs = opclock::toSteadyUs(startTick);
-  endUs = endTick ? opclock::toSteadyUs(endTick) : 0;
+void OpRecord::fillMicroseconds(double ticksPerUs) {
+  startUs = opclock::toSteadyUs(startTick, ticksPerUs);
+  endUs = endTick ? opclock::toSteadyUs(endTick, ticksPerUs) : 0;
 }
 
 uint64_t dataBytes(const OpDesc& d, int nranks) {

@@ -27,7 +27,7 @@ struct OpRecord {
   int64_t waitUs = 0;
   std::string note;        // a long wait's description, or the error
   std::string name() const;  // "all_reduce #7", "send/recv (3 ops)"
-  void fillMicroseconds();   // startUs / endUs from the ticks
+  void fillMicroseconds(double ticksPerUs);  // startUs / endUs from the ticks
 };
 
 strataStatColl_t statCollOf(const OpRecord& r);
