@@ -1,7 +1,12 @@
-// The layout of one shm inbox segment: a header then `slots` slots of
-// `slotBytes` each. The writer fills slot (produced % slots), stores its
-// length, then publishes with a release store of produced+1; the reader
-// acquires produced, reads, and releases with consumed+1.
+// The layout of one shm inbox segment: a header, then `slots` slots of
+// `slotStride` bytes. Each slot starts with a 16-byte slot header whose word
+// holds (packet number + 1) << 32 | length; the packet's bytes follow it, so a
+// small packet (an operation header and a few values) shares one cache line
+// with its header and the reader polls that line alone. The writer fills the
+// packet, then publishes the word with a release store; the reader acquires
+// the word of the slot it expects next, reads, and releases the slot by
+// storing consumed+1 in the segment header, which the writer reads only when
+// the ring looks full.
 #pragma once
 
 #include <atomic>
@@ -11,18 +16,25 @@
 namespace strata {
 
 constexpr int kMaxShmSlots = 64;
+constexpr size_t kShmSlotHeaderBytes = 16;
 
 struct ShmRingHeader {
-  alignas(64) std::atomic<uint64_t> produced;
-  alignas(64) std::atomic<uint64_t> consumed;
-  alignas(64) uint64_t slotBytes;
+  alignas(64) std::atomic<uint64_t> consumed;  // packets the reader has released
+  alignas(64) uint64_t slotBytes;              // payload capacity of a slot
   uint32_t slots;
-  uint32_t lengths[kMaxShmSlots];
+};
+
+struct ShmSlotHeader {
+  std::atomic<uint64_t> word;  // (packet number + 1) << 32 | length; 0 before the first use
 };
 
 constexpr size_t kShmHeaderBytes = (sizeof(ShmRingHeader) + 4095) & ~size_t(4095);
 
-// A mapped inbox segment (ours or the peer's). Unmaps on destruction.
+inline size_t shmSlotStride(size_t slotBytes) { return (kShmSlotHeaderBytes + slotBytes + 63) & ~size_t(63); }
+inline uint64_t shmSlotWord(uint64_t packet, size_t bytes) { return ((packet + 1) << 32) | uint64_t(uint32_t(bytes)); }
+
+// A mapped inbox segment (ours or the peer's). Unmaps on destruction. The
+// geometry is read once when mapped (a peer cannot change it later).
 class ShmSegment {
  public:
   ShmSegment() = default;
@@ -34,13 +46,21 @@ class ShmSegment {
   // Maps the peer's existing segment.
   void open(const char* name);
   ShmRingHeader* header() const { return static_cast<ShmRingHeader*>(base_); }
-  uint8_t* slot(uint64_t index) const {
-    return static_cast<uint8_t*>(base_) + kShmHeaderBytes + (index % header()->slots) * header()->slotBytes;
+  uint32_t slots() const { return slots_; }
+  size_t slotBytes() const { return slotBytes_; }
+  ShmSlotHeader* slotHeader(uint64_t packet) const {
+    return reinterpret_cast<ShmSlotHeader*>(static_cast<uint8_t*>(base_) + kShmHeaderBytes +
+                                            (packet % slots_) * stride_);
+  }
+  uint8_t* payload(uint64_t packet) const {
+    return reinterpret_cast<uint8_t*>(slotHeader(packet)) + kShmSlotHeaderBytes;
   }
 
  private:
   void* base_ = nullptr;
   size_t bytes_ = 0;
+  uint32_t slots_ = 0;
+  size_t slotBytes_ = 0, stride_ = 0;
 };
 
 }  // namespace strata

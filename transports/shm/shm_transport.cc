@@ -22,7 +22,7 @@ ShmSegment::~ShmSegment() {
 }
 
 void ShmSegment::create(const char* name, size_t slotBytes, int slots) {
-  bytes_ = kShmHeaderBytes + slotBytes * size_t(slots);
+  bytes_ = kShmHeaderBytes + shmSlotStride(slotBytes) * size_t(slots);
   int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) fail(strataSystemError, "shm_open(%s) failed: %s", name, std::strerror(errno));
   if (ftruncate(fd, off_t(bytes_)) != 0) {
@@ -40,10 +40,13 @@ void ShmSegment::create(const char* name, size_t slotBytes, int slots) {
     failErrno("mmap(shm inbox)");
   }
   ShmRingHeader* h = new (base_) ShmRingHeader();
-  h->produced.store(0);
   h->consumed.store(0);
   h->slotBytes = slotBytes;
   h->slots = uint32_t(slots);
+  slots_ = uint32_t(slots);
+  slotBytes_ = slotBytes;
+  stride_ = shmSlotStride(slotBytes);
+  for (int i = 0; i < slots; ++i) new (slotHeader(uint64_t(i))) ShmSlotHeader{{0}};
 }
 
 void ShmSegment::open(const char* name) {
@@ -62,9 +65,12 @@ void ShmSegment::open(const char* name) {
     failErrno("mmap(peer shm inbox)");
   }
   ShmRingHeader* h = header();
-  if (h->slots < 2 || h->slots > kMaxShmSlots ||
-      kShmHeaderBytes + h->slotBytes * h->slots > bytes_)
+  slots_ = h->slots;
+  slotBytes_ = h->slotBytes;
+  if (slots_ < 2 || slots_ > kMaxShmSlots || slotBytes_ == 0 || slotBytes_ > (size_t(1) << 31) ||
+      kShmHeaderBytes + shmSlotStride(slotBytes_) * slots_ > bytes_)
     fail(strataSystemError, "the peer's shared memory %s has an invalid layout", name);
+  stride_ = shmSlotStride(slotBytes_);
 }
 
 namespace {
@@ -73,55 +79,70 @@ class ShmChannel : public LivenessChannel {
  public:
   ShmChannel(std::unique_ptr<ShmSegment> inbox, std::unique_ptr<ShmSegment> outbox, Fd socket,
              int peer)
-      : LivenessChannel(std::move(socket), peer), inbox_(std::move(inbox)), outbox_(std::move(outbox)) {}
+      : LivenessChannel(std::move(socket), peer), inbox_(std::move(inbox)), outbox_(std::move(outbox)), peer_(peer) {}
 
   const char* transportName() const override { return "shm"; }
 
   Span acquireSend(size_t maxBytes) override {
-    ShmRingHeader* h = outbox_->header();
-    if (produced_ - h->consumed.load(std::memory_order_acquire) >= h->slots) {
-      if (live_.gone()) live_.throwIfGone();
-      return {};
-    }
-    return {outbox_->slot(produced_), maxBytes < h->slotBytes ? maxBytes : size_t(h->slotBytes)};
-  }
-
-  void commitSend(size_t bytes) override {
-    ShmRingHeader* h = outbox_->header();
-    h->lengths[produced_ % h->slots] = uint32_t(bytes);
-    h->produced.store(++produced_, std::memory_order_release);
-  }
-
-  ConstSpan peekRecv() override {
-    ShmRingHeader* h = inbox_->header();
-    if (consumed_ == h->produced.load(std::memory_order_acquire)) {
-      if (live_.gone()) {
-        // The peer may have published its last packet before closing: look once more.
-        if (consumed_ == h->produced.load(std::memory_order_acquire)) live_.throwIfGone();
-      } else {
+    if (produced_ - peerConsumed_ >= outbox_->slots()) {
+      // Looks full: only now read what the peer has released (its line).
+      peerConsumed_ = outbox_->header()->consumed.load(std::memory_order_acquire);
+      if (produced_ - peerConsumed_ >= outbox_->slots()) {
+        if (live_.gone()) live_.throwIfGone();
         return {};
       }
     }
-    uint32_t len = h->lengths[consumed_ % h->slots];
-    return {inbox_->slot(consumed_) + offset_, len - offset_};
+    size_t capacity = outbox_->slotBytes();
+    return {outbox_->payload(produced_), maxBytes < capacity ? maxBytes : capacity};
+  }
+
+  void commitSend(size_t bytes) override {
+    outbox_->slotHeader(produced_)->word.store(shmSlotWord(produced_, bytes), std::memory_order_release);
+    ++produced_;
+  }
+
+  ConstSpan peekRecv() override {
+    if (length_ == kNoPacket && !takePacket()) {
+      if (!live_.gone()) return {};
+      // The peer may have published its last packet before closing: look once more.
+      if (!takePacket()) live_.throwIfGone();
+    }
+    return {inbox_->payload(consumed_) + offset_, length_ - offset_};
   }
 
   void consumeRecv(size_t n) override {
-    ShmRingHeader* h = inbox_->header();
     offset_ += n;
-    if (offset_ >= h->lengths[consumed_ % h->slots]) {
+    if (offset_ >= length_) {
       offset_ = 0;
-      h->consumed.store(++consumed_, std::memory_order_release);
+      length_ = kNoPacket;
+      inbox_->header()->consumed.store(++consumed_, std::memory_order_release);
     }
   }
 
   bool progress() override { return false; }
 
  private:
+  static constexpr size_t kNoPacket = ~size_t(0);
+
+  // Whether packet consumed_ has been published; sets length_ if so.
+  bool takePacket() {
+    uint64_t word = inbox_->slotHeader(consumed_)->word.load(std::memory_order_acquire);
+    if (word >> 32 != ((consumed_ + 1) & 0xffffffffu)) return false;
+    size_t length = size_t(word & 0xffffffffu);
+    if (length > inbox_->slotBytes())
+      fail(strataRemoteError, "rank %d wrote a %zu-byte packet into a %zu-byte shared-memory slot", peer_,
+           length, inbox_->slotBytes());
+    length_ = length;
+    return true;
+  }
+
   std::unique_ptr<ShmSegment> inbox_, outbox_;
-  uint64_t produced_ = 0;  // packets written to the peer's inbox
-  uint64_t consumed_ = 0;  // packets consumed from our inbox
-  size_t offset_ = 0;      // bytes consumed of the current packet
+  int peer_;
+  uint64_t produced_ = 0;      // packets written to the peer's inbox
+  uint64_t peerConsumed_ = 0;  // packets the peer had released when last read
+  uint64_t consumed_ = 0;      // packets consumed from our inbox
+  size_t length_ = kNoPacket;  // bytes of packet consumed_, once published
+  size_t offset_ = 0;          // bytes consumed of the current packet
 };
 
 class ShmPendingLink : public PendingLink {

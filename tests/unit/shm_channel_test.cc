@@ -1,0 +1,137 @@
+// The shm channel (transports/shm) between two ends in one process: packets
+// of every size cross the ring through many wrap-arounds intact, a full ring
+// refuses more, a peer's impossible packet length is refused, and a closed
+// peer is reported after its last packet is read.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "bootstrap/socket.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "transports/shm/shm_ring.h"
+#include "transports/shm/shm_transport.h"
+
+namespace strata {
+namespace {
+
+constexpr size_t kSlotBytes = 4096;
+constexpr int kSlots = 4;
+
+// Both ends of one shm link: a (rank 0) and b (rank 1).
+struct ShmPair {
+  Config config;
+  std::unique_ptr<Channel> a, b;
+
+  ShmPair() {
+    config.shmSlotBytes = kSlotBytes;
+    config.shmSlots = kSlots;
+    LinkContext ca, cb;
+    ca.rank = cb.peer = 0;
+    ca.peer = cb.rank = 1;
+    ca.nranks = cb.nranks = 2;
+    ca.initiator = true;
+    ca.commTag = cb.commTag = 0x5eed;
+    ca.config = cb.config = &config;
+    ShmTransport shm;
+    SetupBlob blobA, blobB;
+    auto pendingA = shm.begin(ca, &blobA);
+    auto pendingB = shm.begin(cb, &blobB);
+    int fds[2];
+    EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    a = pendingA->finish(Fd(fds[0]), blobB);
+    b = pendingB->finish(Fd(fds[1]), blobA);
+  }
+};
+
+std::vector<uint8_t> receiveOne(Channel& ch) {
+  ConstSpan in = ch.peekRecv();
+  std::vector<uint8_t> got(in.data, in.data + in.size);
+  ch.consumeRecv(in.size);
+  return got;
+}
+
+TEST(ShmChannel, PacketsOfEverySizeCrossManyWrapArounds) {
+  ShmPair link;
+  std::mt19937 rng(7);
+  std::deque<std::vector<uint8_t>> inFlight;
+  size_t sent = 0, received = 0;
+  while (received < 2000) {
+    // Fill the ring; it takes exactly kSlots packets.
+    while (sent < 2000) {
+      Span out = link.b->acquireSend(kSlotBytes * 2);
+      if (!out.data) break;
+      ASSERT_EQ(out.size, kSlotBytes) << "a slot's capacity is the configured slot size";
+      size_t n = std::vector<size_t>{0, 1, 7, 40, 63, 64, 65, 1021, kSlotBytes - 1, kSlotBytes}[rng() % 10];
+      std::vector<uint8_t> packet(n);
+      for (uint8_t& x : packet) x = uint8_t(rng());
+      std::memcpy(out.data, packet.data(), n);
+      link.b->commitSend(n);
+      inFlight.push_back(packet);
+      ++sent;
+    }
+    ASSERT_LE(inFlight.size(), size_t(kSlots));
+    if (sent < 2000) ASSERT_EQ(inFlight.size(), size_t(kSlots)) << "the ring refused a packet before it was full";
+    // Drain part of it, a packet in two pieces now and then.
+    size_t take = 1 + rng() % inFlight.size();
+    for (size_t i = 0; i < take; ++i) {
+      ConstSpan in = link.a->peekRecv();
+      ASSERT_TRUE(in.data != nullptr || inFlight.front().empty());
+      ASSERT_EQ(in.size, inFlight.front().size()) << "packet " << received;
+      size_t first = in.size > 1 && rng() % 2 ? in.size / 2 : in.size;
+      std::vector<uint8_t> got(in.data, in.data + first);
+      link.a->consumeRecv(first);
+      if (first < in.size) {
+        ConstSpan rest = link.a->peekRecv();
+        ASSERT_EQ(rest.size, in.size - first);
+        got.insert(got.end(), rest.data, rest.data + rest.size);
+        link.a->consumeRecv(rest.size);
+      }
+      ASSERT_EQ(got, inFlight.front()) << "packet " << received;
+      inFlight.pop_front();
+      ++received;
+    }
+  }
+  EXPECT_EQ(link.a->peekRecv().data, nullptr) << "a packet appeared that was never sent";
+}
+
+TEST(ShmChannel, ImpossiblePacketLengthIsRefused) {
+  ShmPair link;
+  Span out = link.b->acquireSend(8);
+  ASSERT_NE(out.data, nullptr);
+  // A misbehaving peer publishes packet 0 with a length past its slot.
+  auto* slot = reinterpret_cast<ShmSlotHeader*>(out.data - kShmSlotHeaderBytes);
+  slot->word.store(shmSlotWord(0, kSlotBytes + 1), std::memory_order_release);
+  try {
+    link.a->peekRecv();
+    FAIL() << "an impossible packet length was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), strataRemoteError);
+    EXPECT_NE(std::strstr(e.what(), "4097-byte packet"), nullptr) << e.what();
+  }
+}
+
+TEST(ShmChannel, ClosedPeerIsReportedAfterItsLastPacket) {
+  ShmPair link;
+  Span out = link.b->acquireSend(3);
+  std::memcpy(out.data, "end", 3);
+  link.b->commitSend(3);
+  link.b.reset();  // closes its liveness socket
+  link.a->onReadable();  // what the executor's poll does when the socket reads EOF
+  std::vector<uint8_t> last = receiveOne(*link.a);
+  EXPECT_EQ(std::string(last.begin(), last.end()), "end");
+  try {
+    link.a->peekRecv();
+    FAIL() << "a closed peer with nothing left to read was not reported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), strataRemoteError) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace strata
