@@ -14,6 +14,7 @@ class LivenessSocket {
  public:
   LivenessSocket(Fd fd, int peer) : fd_(std::move(fd)), peer_(peer) {}
   int fd() const { return fd_.get(); }
+  int peer() const { return peer_; }
   // Reads what arrived. Throws the peer's error on a complete ABORT frame.
   void onReadable();
   // Throws if the peer is gone or aborted (call when it is needed and silent).

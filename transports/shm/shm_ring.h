@@ -57,6 +57,11 @@ class ShmSegment {
   }
 
  private:
+  void adoptGeometry(uint32_t slots, size_t slotBytes) {
+    slots_ = slots;
+    slotBytes_ = slotBytes;
+    stride_ = shmSlotStride(slotBytes);
+  }
   void* base_ = nullptr;
   size_t bytes_ = 0;
   uint32_t slots_ = 0;

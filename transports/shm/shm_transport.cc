@@ -43,9 +43,7 @@ void ShmSegment::create(const char* name, size_t slotBytes, int slots) {
   h->consumed.store(0);
   h->slotBytes = slotBytes;
   h->slots = uint32_t(slots);
-  slots_ = uint32_t(slots);
-  slotBytes_ = slotBytes;
-  stride_ = shmSlotStride(slotBytes);
+  adoptGeometry(uint32_t(slots), slotBytes);
   for (int i = 0; i < slots; ++i) new (slotHeader(uint64_t(i))) ShmSlotHeader{{0}};
 }
 
@@ -65,12 +63,10 @@ void ShmSegment::open(const char* name) {
     failErrno("mmap(peer shm inbox)");
   }
   ShmRingHeader* h = header();
-  slots_ = h->slots;
-  slotBytes_ = h->slotBytes;
+  adoptGeometry(h->slots, h->slotBytes);
   if (slots_ < 2 || slots_ > kMaxShmSlots || slotBytes_ == 0 || slotBytes_ > (size_t(1) << 31) ||
-      kShmHeaderBytes + shmSlotStride(slotBytes_) * slots_ > bytes_)
+      kShmHeaderBytes + stride_ * slots_ > bytes_)
     fail(strataSystemError, "the peer's shared memory %s has an invalid layout", name);
-  stride_ = shmSlotStride(slotBytes_);
 }
 
 namespace {
@@ -79,7 +75,7 @@ class ShmChannel : public LivenessChannel {
  public:
   ShmChannel(std::unique_ptr<ShmSegment> inbox, std::unique_ptr<ShmSegment> outbox, Fd socket,
              int peer)
-      : LivenessChannel(std::move(socket), peer), inbox_(std::move(inbox)), outbox_(std::move(outbox)), peer_(peer) {}
+      : LivenessChannel(std::move(socket), peer), inbox_(std::move(inbox)), outbox_(std::move(outbox)) {}
 
   const char* transportName() const override { return "shm"; }
 
@@ -130,14 +126,13 @@ class ShmChannel : public LivenessChannel {
     if (word >> 32 != ((consumed_ + 1) & 0xffffffffu)) return false;
     size_t length = size_t(word & 0xffffffffu);
     if (length > inbox_->slotBytes())
-      fail(strataRemoteError, "rank %d wrote a %zu-byte packet into a %zu-byte shared-memory slot", peer_,
+      fail(strataRemoteError, "rank %d wrote a %zu-byte packet into a %zu-byte shared-memory slot", live_.peer(),
            length, inbox_->slotBytes());
     length_ = length;
     return true;
   }
 
   std::unique_ptr<ShmSegment> inbox_, outbox_;
-  int peer_;
   uint64_t produced_ = 0;      // packets written to the peer's inbox
   uint64_t peerConsumed_ = 0;  // packets the peer had released when last read
   uint64_t consumed_ = 0;      // packets consumed from our inbox
