@@ -2,38 +2,74 @@
 
 #include <dlfcn.h>
 
+#include <cstdint>
+
 namespace strata {
 
 namespace {
 
-// The leading fields of cudaPointerAttributes (CUDA >= 10), enough to read the type.
+// The CUDA driver's cuPointerGetAttribute. The driver library is loaded by
+// every process that uses CUDA, whether its runtime is linked statically
+// (as libstrata's own, NCCL's) or dynamically (PyTorch's), so it is asked
+// first. Constants from cuda.h.
+using DriverGetAttributeFn = int (*)(void* data, int attribute, uintptr_t ptr);
+constexpr int kCuPointerAttributeMemoryType = 2;
+constexpr int kCuPointerAttributeIsManaged = 8;
+constexpr unsigned kCuMemoryTypeDevice = 2;
+
+// The leading fields of the runtime's cudaPointerAttributes (CUDA >= 10).
 struct CudaPointerAttributes {
   int type;  // 0 unregistered, 1 host, 2 device, 3 managed
   int device;
   void* devicePointer;
   void* hostPointer;
 };
-using GetAttributesFn = int (*)(CudaPointerAttributes*, const void*);
+using RuntimeGetAttributesFn = int (*)(CudaPointerAttributes*, const void*);
 
-GetAttributesFn findCudaRuntime() {
-  static const char* names[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"};
-  for (const char* name : names) {
-    void* lib = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);  // only if the process already uses CUDA
+void* loadedSymbol(const char* const* libraries, int n, const char* symbol) {
+  for (int i = 0; i < n; ++i) {
+    void* lib = dlopen(libraries[i], RTLD_LAZY | RTLD_NOLOAD);  // only if the process already uses CUDA
     if (!lib) continue;
-    auto fn = reinterpret_cast<GetAttributesFn>(dlsym(lib, "cudaPointerGetAttributes"));
-    if (fn) return fn;
+    if (void* fn = dlsym(lib, symbol)) return fn;
   }
   return nullptr;
+}
+
+struct CudaQueries {
+  DriverGetAttributeFn driver = nullptr;
+  RuntimeGetAttributesFn runtime = nullptr;
+};
+
+CudaQueries findCuda() {
+  static const char* drivers[] = {"libcuda.so.1", "libcuda.so"};
+  static const char* runtimes[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"};
+  CudaQueries q;
+  q.driver = reinterpret_cast<DriverGetAttributeFn>(loadedSymbol(drivers, 2, "cuPointerGetAttribute"));
+  q.runtime = reinterpret_cast<RuntimeGetAttributesFn>(loadedSymbol(runtimes, 4, "cudaPointerGetAttributes"));
+  return q;
 }
 
 }  // namespace
 
 MemoryKind memoryKindOf(const void* ptr) {
-  static const GetAttributesFn getAttributes = findCudaRuntime();
-  if (!getAttributes || !ptr) return MemoryKind::kHost;
-  CudaPointerAttributes attr{};
-  if (getAttributes(&attr, ptr) != 0) return MemoryKind::kHost;  // unknown to CUDA: host memory
-  return attr.type == 2 ? MemoryKind::kDevice : MemoryKind::kHost;
+  static const CudaQueries cuda = findCuda();
+  if (!ptr) return MemoryKind::kHost;
+  if (cuda.driver) {
+    unsigned type = 0;
+    int managed = 0;
+    // Any failure (CUDA not initialised, a pointer CUDA does not know) means host memory.
+    if (cuda.driver(&type, kCuPointerAttributeMemoryType, reinterpret_cast<uintptr_t>(ptr)) != 0)
+      return MemoryKind::kHost;
+    if (cuda.driver(&managed, kCuPointerAttributeIsManaged, reinterpret_cast<uintptr_t>(ptr)) == 0 && managed)
+      return MemoryKind::kHost;  // managed memory is reachable from the host
+    return type == kCuMemoryTypeDevice ? MemoryKind::kDevice : MemoryKind::kHost;
+  }
+  if (cuda.runtime) {
+    CudaPointerAttributes attr{};
+    if (cuda.runtime(&attr, ptr) != 0) return MemoryKind::kHost;  // unknown to CUDA: host memory
+    return attr.type == 2 ? MemoryKind::kDevice : MemoryKind::kHost;
+  }
+  return MemoryKind::kHost;
 }
 
 }  // namespace strata

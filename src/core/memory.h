@@ -7,9 +7,10 @@ namespace strata {
 
 enum class MemoryKind { kHost, kDevice };
 
-// Uses cudaPointerGetAttributes when the process has already loaded the CUDA
-// runtime (a process without it cannot hold device pointers); checked at the
-// first call, so load CUDA before the first collective.
+// Asks the CUDA driver (cuPointerGetAttribute) when the process has already
+// loaded it, else a loaded CUDA runtime; a process with neither cannot hold
+// device pointers. Looked up at the first call, so load CUDA before the first
+// collective. Managed memory counts as host memory (the host can reach it).
 MemoryKind memoryKindOf(const void* ptr);
 
 }  // namespace strata

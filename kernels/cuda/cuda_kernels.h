@@ -1,0 +1,49 @@
+// The CUDA kernels' host interface, for code that includes no CUDA header.
+// One kernel does every reduction and copy of the device path: it reads up
+// to kMaxSources buffers, combines them element by element with the op in a
+// fixed order (source 0 first), optionally divides by `divisor` (Avg's last
+// step), and writes the result to up to kMaxDestinations buffers in the same
+// pass ("fused reduce-and-copy": a pipeline step reads its inputs once).
+// float16 / bfloat16 accumulate in float32 and are rounded once.
+//
+// Built from kernels/cuda/reduce_copy.cu for sm_80 and sm_90 (+ PTX) when
+// nvcc is found at configure time; a build without nvcc gets no_cuda.cc,
+// whose functions say so.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "strata/strata.h"
+
+namespace strata::cuda {
+
+constexpr int kMaxSources = 8;
+constexpr int kMaxDestinations = 2;
+
+// What one launch reads and writes. Plain data: passed to the kernel by value.
+struct ReduceCopyArgs {
+  const void* src[kMaxSources] = {};
+  void* dst[kMaxDestinations] = {};
+  int nsrc = 0;
+  int ndst = 0;
+  uint64_t count = 0;    // elements
+  uint64_t divisor = 1;  // > 1: the combined value is divided by it (Avg)
+};
+
+// Whether this build has the CUDA kernels.
+bool built();
+
+// Devices this process sees; 0 when there are none or CUDA is unusable here
+// (no driver, no device, or a build without CUDA).
+int visibleDevices();
+
+// Enqueues the reduce-and-copy on `stream` (a cudaStream_t; nullptr = the
+// legacy default stream) and returns at once. Avg is Sum with args.divisor.
+// Returns "" on success, otherwise a sentence naming the problem (bad
+// arguments, or the launch error CUDA reported).
+std::string enqueueReduceCopy(const ReduceCopyArgs& args, strataDataType_t dtype, strataRedOp_t op,
+                              void* stream);
+
+}  // namespace strata::cuda

@@ -1,0 +1,128 @@
+// The reduce-and-copy kernels (one per dtype x op) and their launcher. The
+// grid is persistent: as many blocks as fit on the device at once (from its
+// multiprocessor count and the kernel's occupancy), fewer when the data is
+// small, each thread striding over the buffers (reduce_copy_body.h).
+#include <cuda_runtime.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <mutex>
+
+#include "core/dtype.h"
+#include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/reduce_copy_body.h"
+
+namespace strata::cuda {
+namespace {
+
+constexpr int kThreads = 512;
+
+template <class T, class Op>
+__global__ void __launch_bounds__(kThreads) reduceCopyKernel(ReduceCopyArgs args) {
+  body::reduceCopyWorker<T, Op>(args, uint64_t(blockIdx.x) * blockDim.x + threadIdx.x,
+                                uint64_t(gridDim.x) * blockDim.x);
+}
+
+using KernelFn = void (*)(ReduceCopyArgs);
+
+template <class Op>
+KernelFn kernelFor(strataDataType_t dtype) {
+  switch (dtype) {
+    case strataInt8: return reduceCopyKernel<int8_t, Op>;
+    case strataUint8: return reduceCopyKernel<uint8_t, Op>;
+    case strataInt32: return reduceCopyKernel<int32_t, Op>;
+    case strataUint32: return reduceCopyKernel<uint32_t, Op>;
+    case strataInt64: return reduceCopyKernel<int64_t, Op>;
+    case strataUint64: return reduceCopyKernel<uint64_t, Op>;
+    case strataFloat16: return reduceCopyKernel<ops::Half, Op>;
+    case strataBfloat16: return reduceCopyKernel<ops::Bf16, Op>;
+    case strataFloat32: return reduceCopyKernel<float, Op>;
+    case strataFloat64: return reduceCopyKernel<double, Op>;
+    default: return nullptr;
+  }
+}
+
+KernelFn kernelFor(strataDataType_t dtype, strataRedOp_t op) {
+  switch (op) {
+    case strataSum: case strataAvg: return kernelFor<ops::Sum>(dtype);
+    case strataProd: return kernelFor<ops::Prod>(dtype);
+    case strataMax: return kernelFor<ops::Max>(dtype);
+    case strataMin: return kernelFor<ops::Min>(dtype);
+    default: return nullptr;
+  }
+}
+
+// Blocks resident at once on `device` for `kernel`, measured once per pair.
+int residentBlocks(KernelFn kernel, int device) {
+  struct Entry { KernelFn kernel; int device; int blocks; };
+  static std::mutex mutex;
+  static Entry cache[128];
+  static int used = 0;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (int i = 0; i < used; ++i)
+    if (cache[i].kernel == kernel && cache[i].device == device) return cache[i].blocks;
+  int sms = 1, perSm = 1;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kThreads, 0);
+  const int blocks = sms * (perSm > 0 ? perSm : 1);
+  if (used < 128) cache[used++] = {kernel, device, blocks};
+  return blocks;
+}
+
+std::string sentence(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string sentence(const char* format, ...) {
+  char text[512];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(text, sizeof text, format, args);
+  va_end(args);
+  return text;
+}
+
+}  // namespace
+
+bool built() { return true; }
+
+int visibleDevices() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear it: no driver or no device is not this process's error
+    return 0;
+  }
+  return n;
+}
+
+std::string enqueueReduceCopy(const ReduceCopyArgs& args, strataDataType_t dtype, strataRedOp_t op,
+                              void* stream) {
+  const KernelFn kernel = kernelFor(dtype, op);
+  if (!kernel) return sentence("reduce-copy: invalid dtype %d or op %d", int(dtype), int(op));
+  if (args.nsrc < 1 || args.nsrc > kMaxSources || args.ndst < 1 || args.ndst > kMaxDestinations)
+    return sentence("reduce-copy: %d sources and %d destinations; 1-%d and 1-%d are supported", args.nsrc,
+                    args.ndst, kMaxSources, kMaxDestinations);
+  if (args.count == 0) return "";
+  const size_t size = dtypeSize(dtype);
+  for (int s = 0; s < args.nsrc; ++s)
+    if (!args.src[s] || reinterpret_cast<uintptr_t>(args.src[s]) % size)
+      return sentence("reduce-copy: source %d (%p) is null or not aligned to its %zu-byte %s elements", s,
+                      args.src[s], size, dtypeName(dtype));
+  for (int d = 0; d < args.ndst; ++d)
+    if (!args.dst[d] || reinterpret_cast<uintptr_t>(args.dst[d]) % size)
+      return sentence("reduce-copy: destination %d (%p) is null or not aligned to its %zu-byte %s elements", d,
+                      args.dst[d], size, dtypeName(dtype));
+  int device = 0;
+  cudaError_t error = cudaGetDevice(&device);
+  if (error != cudaSuccess) return sentence("reduce-copy: no usable CUDA device (%s)", cudaGetErrorString(error));
+  // Enough threads for one round of unrolled packs each, at most the resident grid.
+  const uint64_t packs = args.count * size / sizeof(body::Pack) + 1;
+  const uint64_t wanted = (packs + uint64_t(kThreads) * body::kUnroll - 1) / (uint64_t(kThreads) * body::kUnroll);
+  const uint64_t resident = uint64_t(residentBlocks(kernel, device));
+  const unsigned blocks = unsigned(wanted < resident ? wanted : resident);
+  kernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(args);
+  error = cudaGetLastError();
+  if (error != cudaSuccess)
+    return sentence("reduce-copy: launching %u blocks for %llu %s elements failed: %s", blocks,
+                    static_cast<unsigned long long>(args.count), dtypeName(dtype), cudaGetErrorString(error));
+  return "";
+}
+
+}  // namespace strata::cuda

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The GPU checks, for a machine with an NVIDIA GPU (the device tool's H100 or
+# H200; carry .gpu-deps from scripts/gpu-deps.sh there):
+#   1. builds strata with CUDA into build-gpu/;
+#   2. runs the GPU tier (ctest -L gpu): every kernel x dtype x op against the
+#      float64 reference and bit for bit against the kernel body on the CPU,
+#      and stream ordering; a skipped test is a failure here;
+#   3. compute-sanitizer memcheck and racecheck on a subset of the kernel tests;
+#   4. the kernel benchmark beside the device's own copy (strata-gpu-kernels);
+# and writes the report to docs/benchmarks/gpu.md (or $STRATA_GPU_REPORT;
+# $OUT/gpu.md too when the device tool's $OUT is set).
+# Exit 77 when no GPU is visible.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "gpu-check: no NVIDIA GPU visible (nvidia-smi -L failed); run this on a GPU machine" >&2
+  exit 77
+fi
+report=${STRATA_GPU_REPORT:-docs/benchmarks/gpu.md}
+deps=$PWD/.gpu-deps/root
+cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON)
+if [ -d "$deps" ]; then  # carried packages (scripts/gpu-deps.sh)
+  cmake_args+=(-DCMAKE_PREFIX_PATH="$deps/usr")
+  export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+step() { echo "== gpu-check: $*" >&2; }
+
+step "build (build-gpu/)"
+cmake -S . -B build-gpu "${cmake_args[@]}" >"$log/configure.txt"
+cmake --build build-gpu --parallel "$(nproc)" >"$log/build.txt" || { tail -40 "$log/build.txt"; exit 1; }
+
+step "GPU tier (ctest -L gpu)"
+status=0
+ctest --test-dir build-gpu -L gpu --output-on-failure >"$log/ctest.txt" 2>&1 || status=1
+tail -5 "$log/ctest.txt" >&2
+if grep -q "Not Run\|Skipped" "$log/ctest.txt"; then
+  echo "gpu-check: GPU tests were skipped on a machine with a GPU" >&2
+  status=1
+fi
+
+step "compute-sanitizer memcheck and racecheck"
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+subset='CudaKernelStream.*'
+for c in float32_sum bfloat16_avg float16_max int8_prod uint64_min; do
+  subset+=":AllDtypesAndOps/CudaKernelTest.EveryCaseMatchesTheReference/$c"
+done
+for tool in memcheck racecheck; do
+  if [ -z "$sanitizer" ]; then
+    echo "compute-sanitizer not found" >"$log/$tool.txt"
+    status=1
+    continue
+  fi
+  "$sanitizer" --tool "$tool" --error-exitcode 3 build-gpu/tests/gpu_tests --gtest_filter="$subset" \
+    >"$log/$tool.txt" 2>&1 || status=1
+  tail -3 "$log/$tool.txt" >&2
+done
+
+step "kernel benchmark (strata-gpu-kernels)"
+build-gpu/bench/strata-gpu-kernels -s 256 -r 20 -J "$log/kernels.json" >"$log/kernels.md" || status=1
+
+{
+  echo "# GPU checks and kernel benchmark"
+  echo
+  echo "Written by \`scripts/gpu-check.sh\` on $(date -u +%Y-%m-%d). Machine: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1);"
+  echo "$(nproc) CPU cores; $(nvcc --version | tail -1 | sed 's/^Build //')."
+  echo
+  echo "## GPU tests (\`ctest --test-dir build-gpu -L gpu\`)"
+  echo
+  echo '```'
+  grep -m 30 -E "tests passed|tests failed|\(Failed\)|\(Skipped\)|Total Test time" "$log/ctest.txt" || true
+  echo '```'
+  echo
+  echo "## compute-sanitizer (\`--gtest_filter=$subset\`)"
+  echo
+  for tool in memcheck racecheck; do
+    echo "- $tool: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|not found" "$log/$tool.txt" | tail -n 1 || true)"
+  done
+  echo
+  echo "## Reduction kernel vs the device's own copy (\`build-gpu/bench/strata-gpu-kernels -s 256 -r 20\`)"
+  echo
+  cat "$log/kernels.md"
+  echo
+  echo "Target (issue 6): the reduction (two inputs, one output, float32 and bfloat16, 256 MiB) at >= 90% of"
+  echo "the device-to-device copy's bandwidth, both counting bytes read and written."
+} >"$report"
+if [ -n "${OUT:-}" ]; then
+  cp "$report" "$OUT/gpu.md"
+  cp "$log"/*.txt "$log/kernels.json" "$OUT/" 2>/dev/null || true
+fi
+step "report: $report (status $status)"
+exit $status

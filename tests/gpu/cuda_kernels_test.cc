@@ -1,0 +1,117 @@
+// The CUDA reduce-and-copy kernel on a GPU: every dtype x op x case of
+// support/reduce_copy_cases.h (random inputs, poisoned outputs inside guard
+// bytes, odd counts, in place, unaligned layouts, up to 1 Mi elements) against
+// the float64 reference, and bit for bit against the kernel body run on the
+// CPU. Skipped, and reported as skipped by ctest, when no GPU is visible.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/dtype.h"
+#include "kernels/cuda/cuda_kernels.h"
+#include "support/reduce_copy_cases.h"
+
+namespace strata {
+namespace {
+
+#define SKIP_WITHOUT_GPU()                                                                         \
+  if (cuda::visibleDevices() == 0)                                                                 \
+  GTEST_SKIP() << "no CUDA device visible: the GPU tests need one (scripts/gpu-check.sh runs them " \
+                  "on a GPU machine)"
+
+#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(cudaGetLastError())
+
+// Runs one case on the device: the host buffers' bytes (guards included) go to
+// device buffers laid out the same way, the kernel runs on `stream`, and the
+// bytes come back into the host buffers for check().
+void runOnDevice(test::ReduceCopyBuffers& buffers, const test::ReduceCopyCase& c, cudaStream_t stream) {
+  std::vector<uint8_t*> device(buffers.buffers());
+  for (int i = 0; i < buffers.buffers(); ++i) {
+    CUDA_OK(cudaMalloc(&device[i], buffers.storageBytes()));
+    CUDA_OK(cudaMemcpy(device[i], buffers.storage(i), buffers.storageBytes(), cudaMemcpyHostToDevice));
+  }
+  const cuda::ReduceCopyArgs args = buffers.args([&](int i) { return device[i]; });
+  ASSERT_EQ(cuda::enqueueReduceCopy(args, c.dtype, c.op, stream), "") << c.name();
+  CUDA_OK(cudaStreamSynchronize(stream));
+  for (int i = 0; i < buffers.buffers(); ++i) {
+    CUDA_OK(cudaMemcpy(buffers.storage(i), device[i], buffers.storageBytes(), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaFree(device[i]));
+  }
+}
+
+struct KernelCase {
+  strataDataType_t dtype;
+  strataRedOp_t op;
+};
+class CudaKernelTest : public ::testing::TestWithParam<KernelCase> {};
+
+TEST_P(CudaKernelTest, EveryCaseMatchesTheReference) {
+  SKIP_WITHOUT_GPU();
+  const auto [dtype, op] = GetParam();
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  uint64_t seed = 1;
+  for (const test::ReduceCopyCase& c : test::reduceCopyCases(dtype, op, true)) {
+    test::ReduceCopyBuffers buffers(c, ++seed), onCpu(c, seed);
+    runOnDevice(buffers, c, stream);
+    if (HasFatalFailure()) break;
+    ASSERT_EQ(buffers.check(), "");
+    test::runReduceCopyOnCpu(dtype, op, onCpu.hostArgs(), 1);
+    ASSERT_EQ(std::memcmp(buffers.destination(0), onCpu.destination(0), c.count * dtypeSize(dtype)), 0)
+        << c.name() << ": the GPU's bits differ from the kernel body's on the CPU";
+  }
+  CUDA_OK(cudaStreamDestroy(stream));
+}
+
+std::vector<KernelCase> allCases() {
+  std::vector<KernelCase> v;
+  for (int t = 0; t < strataNumTypes; ++t)
+    for (int op = 0; op < strataNumOps; ++op) v.push_back({strataDataType_t(t), strataRedOp_t(op)});
+  return v;
+}
+INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, CudaKernelTest, ::testing::ValuesIn(allCases()),
+                         [](const auto& info) {
+                           return std::string(dtypeName(info.param.dtype)) + "_" + redOpName(info.param.op);
+                         });
+
+// Stream order: a launch returns at once, and a copy enqueued after it on the
+// same stream sees its result, with the host never waiting in between.
+TEST(CudaKernelStream, ACopyEnqueuedAfterTheLaunchSeesItsResult) {
+  SKIP_WITHOUT_GPU();
+  const size_t count = (size_t(1) << 24) + 7;  // large enough that the launch cannot finish at once
+  std::vector<float> a(count), b(count), got(count);
+  for (size_t i = 0; i < count; ++i) {
+    a[i] = float(i % 1000) * 0.25f;
+    b[i] = float((i * 7) % 1003) * 0.5f;
+  }
+  float *da, *db, *dout;
+  CUDA_OK(cudaMalloc(&da, count * 4));
+  CUDA_OK(cudaMalloc(&db, count * 4));
+  CUDA_OK(cudaMalloc(&dout, count * 4));
+  CUDA_OK(cudaMemcpy(da, a.data(), count * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(db, b.data(), count * 4, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemset(dout, 0xff, count * 4));
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cuda::ReduceCopyArgs args;
+  args.src[0] = da;
+  args.src[1] = db;
+  args.dst[0] = dout;
+  args.nsrc = 2;
+  args.ndst = 1;
+  args.count = count;
+  ASSERT_EQ(cuda::enqueueReduceCopy(args, strataFloat32, strataSum, stream), "");
+  CUDA_OK(cudaMemcpyAsync(got.data(), dout, count * 4, cudaMemcpyDeviceToHost, stream));
+  CUDA_OK(cudaStreamSynchronize(stream));
+  size_t bad = 0;
+  for (size_t i = 0; i < count; ++i) bad += got[i] != a[i] + b[i];
+  EXPECT_EQ(bad, 0u);
+  CUDA_OK(cudaStreamDestroy(stream));
+  CUDA_OK(cudaFree(da));
+  CUDA_OK(cudaFree(db));
+  CUDA_OK(cudaFree(dout));
+}
+
+}  // namespace
+}  // namespace strata
