@@ -4,7 +4,8 @@
 #   1. builds strata with CUDA into build-gpu/;
 #   2. runs the GPU tier (ctest -L gpu): every kernel x dtype x op against the
 #      float64 reference and bit for bit against the kernel body on the CPU,
-#      and stream ordering; a skipped test is a failure here;
+#      stream ordering, and the multi-tensor copy; a skipped test is a
+#      failure here;
 #   3. compute-sanitizer memcheck and racecheck on a subset of the kernel tests;
 #   4. the kernel benchmark beside the device's own copy (strata-gpu-kernels);
 # and writes the report to docs/benchmarks/gpu.md (or $STRATA_GPU_REPORT;
@@ -42,7 +43,7 @@ fi
 
 step "compute-sanitizer memcheck and racecheck"
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
-subset='CudaKernelStream.*'
+subset='CudaKernelStream.*:CudaMultiCopy.*'
 for c in float32_sum bfloat16_avg float16_max int8_prod uint64_min; do
   subset+=":AllDtypesAndOps/CudaKernelTest.EveryCaseMatchesTheReference/$c"
 done

@@ -2,7 +2,9 @@
 // device's own device-to-device copy (cudaMemcpyAsync), measured in the same
 // run, alternating kinds rep by rep so that drift hits all alike. Bandwidth
 // counts bytes read and written: a copy of S bytes moves 2S, a reduction of
-// two S-byte inputs into one output 3S. Also the time of a small launch.
+// two S-byte inputs into one output 3S. Also fusion's pack of many tensors
+// in one launch beside one copy per tensor and one copy of the total, and the
+// time of a small launch.
 //   strata-gpu-kernels [-s MiB] [-r reps] [-J file.json]
 #include <cuda_runtime.h>
 
@@ -91,6 +93,58 @@ int main(int argc, char** argv) {
       {"strata reduce-and-copy float32 (2 sources, 2 destinations)", 4 * S,
        reduceCopy(strataFloat32, 2, 2, bytes / 4)},
   };
+  // Fusion's pack: many tensors into one buffer in one launch, against one
+  // cudaMemcpyAsync per tensor and against one copy of the same total bytes.
+  struct PackCase {
+    const char* name;
+    std::vector<uint64_t> sizes;
+  };
+  std::vector<PackCase> packCases = {{"1000 x 4 KiB", std::vector<uint64_t>(1000, 4096)}, {"200 mixed, ~100 MiB", {}}};
+  uint64_t lcg = 12345;
+  for (int i = 0; i < 200; ++i) {
+    lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+    packCases[1].sizes.push_back(4 * (1 + (lcg >> 33) % (2 * 131072)));
+  }
+  for (const PackCase& pc : packCases) {
+    std::vector<strata::cuda::CopySegment> table;
+    uint64_t total = 0;
+    for (uint64_t size : pc.sizes) {
+      strata::cuda::CopySegment seg;
+      seg.src = static_cast<const char*>(a) + total;  // tensors laid out in a, packed into out
+      seg.dst = static_cast<char*>(out) + total;
+      seg.bytes = size;
+      table.push_back(seg);
+      total += size;
+    }
+    if (total > bytes) {
+      std::fprintf(stderr, "strata-gpu-kernels: pack %s left out: it needs -s %llu or more\n", pc.name,
+                   static_cast<unsigned long long>((total >> 20) + 1));
+      continue;
+    }
+    const uint64_t chunks = strata::cuda::planMultiCopy(table.data(), int(table.size()));
+    strata::cuda::CopySegment* deviceTable = nullptr;
+    check(cudaMalloc(&deviceTable, table.size() * sizeof(table[0])), "cudaMalloc");
+    check(cudaMemcpy(deviceTable, table.data(), table.size() * sizeof(table[0]), cudaMemcpyHostToDevice), "table");
+    const int n = int(table.size());
+    const std::string label = pc.name;
+    rows.push_back({"pack " + label + ": strata multi-copy, one launch", 2.0 * double(total),
+                    [=](cudaStream_t s) {
+                      const std::string e = strata::cuda::enqueueMultiCopy(deviceTable, n, chunks, s);
+                      if (!e.empty()) {
+                        std::fprintf(stderr, "strata-gpu-kernels: %s\n", e.c_str());
+                        std::exit(1);
+                      }
+                    }});
+    rows.push_back({"pack " + label + ": one cudaMemcpyAsync per tensor", 2.0 * double(total),
+                    [=](cudaStream_t s) {
+                      for (const auto& seg : table)
+                        check(cudaMemcpyAsync(seg.dst, seg.src, seg.bytes, cudaMemcpyDeviceToDevice, s), "copy");
+                    }});
+    rows.push_back({"pack " + label + ": one cudaMemcpyAsync of the total", 2.0 * double(total),
+                    [=](cudaStream_t s) {
+                      check(cudaMemcpyAsync(out, a, total, cudaMemcpyDeviceToDevice, s), "copy");
+                    }});
+  }
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "event");
   check(cudaEventCreate(&stop), "event");

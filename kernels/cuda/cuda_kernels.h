@@ -46,4 +46,29 @@ int visibleDevices();
 std::string enqueueReduceCopy(const ReduceCopyArgs& args, strataDataType_t dtype, strataRedOp_t op,
                               void* stream);
 
+// One piece of a multi-tensor copy: `bytes` from src to dst. firstChunk is
+// filled by planMultiCopy.
+struct CopySegment {
+  const void* src = nullptr;
+  void* dst = nullptr;
+  uint64_t bytes = 0;
+  uint64_t firstChunk = 0;  // index of the segment's first chunk among all segments'
+};
+
+// A multi-tensor copy is cut into chunks of kCopyChunkBytes (a segment's last
+// chunk may be shorter); the blocks of one launch take chunks in turn, so a
+// launch of many small tensors and one of a few large ones both keep every
+// multiprocessor busy (fusion's pack and unpack: one launch per bucket).
+constexpr uint64_t kCopyChunkBytes = 64 * 1024;
+
+// Fills each segment's firstChunk and returns the total number of chunks.
+uint64_t planMultiCopy(CopySegment* segments, int n);
+
+// Enqueues the copy of every segment on `stream` and returns at once.
+// `table` holds n planned segments in memory the device can read (device
+// memory, or pinned host memory), and must stay valid until the copy has run.
+// Segments may have any size (0 too) and alignment; none may overlap another's
+// destination. Returns "" on success, otherwise a sentence naming the problem.
+std::string enqueueMultiCopy(const CopySegment* table, int n, uint64_t chunks, void* stream);
+
 }  // namespace strata::cuda

@@ -8,9 +8,14 @@ bool built() { return false; }
 
 int visibleDevices() { return 0; }
 
-std::string enqueueReduceCopy(const ReduceCopyArgs&, strataDataType_t, strataRedOp_t, void*) {
-  return "this strata was built without CUDA (nvcc was not found when it was configured; install the "
-         "CUDA toolkit or set CMAKE_CUDA_COMPILER and rebuild)";
-}
+namespace {
+const char* const kWithoutCuda =
+    "this strata was built without CUDA (nvcc was not found when it was configured; install the CUDA toolkit "
+    "or set CMAKE_CUDA_COMPILER and rebuild)";
+}  // namespace
+
+std::string enqueueReduceCopy(const ReduceCopyArgs&, strataDataType_t, strataRedOp_t, void*) { return kWithoutCuda; }
+
+std::string enqueueMultiCopy(const CopySegment*, int, uint64_t, void*) { return kWithoutCuda; }
 
 }  // namespace strata::cuda

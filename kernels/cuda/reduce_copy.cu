@@ -4,12 +4,10 @@
 // small, each thread striding over the buffers (reduce_copy_body.h).
 #include <cuda_runtime.h>
 
-#include <cstdarg>
-#include <cstdio>
-#include <mutex>
 
 #include "core/dtype.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/launch_util.h"
 #include "kernels/cuda/reduce_copy_body.h"
 
 namespace strata::cuda {
@@ -52,33 +50,6 @@ KernelFn kernelFor(strataDataType_t dtype, strataRedOp_t op) {
   }
 }
 
-// Blocks resident at once on `device` for `kernel`, measured once per pair.
-int residentBlocks(KernelFn kernel, int device) {
-  struct Entry { KernelFn kernel; int device; int blocks; };
-  static std::mutex mutex;
-  static Entry cache[128];
-  static int used = 0;
-  std::lock_guard<std::mutex> lock(mutex);
-  for (int i = 0; i < used; ++i)
-    if (cache[i].kernel == kernel && cache[i].device == device) return cache[i].blocks;
-  int sms = 1, perSm = 1;
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, kernel, kThreads, 0);
-  const int blocks = sms * (perSm > 0 ? perSm : 1);
-  if (used < 128) cache[used++] = {kernel, device, blocks};
-  return blocks;
-}
-
-std::string sentence(const char* format, ...) __attribute__((format(printf, 1, 2)));
-std::string sentence(const char* format, ...) {
-  char text[512];
-  va_list args;
-  va_start(args, format);
-  vsnprintf(text, sizeof text, format, args);
-  va_end(args);
-  return text;
-}
-
 }  // namespace
 
 bool built() { return true; }
@@ -115,7 +86,7 @@ std::string enqueueReduceCopy(const ReduceCopyArgs& args, strataDataType_t dtype
   // Enough threads for one round of unrolled packs each, at most the resident grid.
   const uint64_t packs = args.count * size / sizeof(body::Pack) + 1;
   const uint64_t wanted = (packs + uint64_t(kThreads) * body::kUnroll - 1) / (uint64_t(kThreads) * body::kUnroll);
-  const uint64_t resident = uint64_t(residentBlocks(kernel, device));
+  const uint64_t resident = uint64_t(residentBlocks(reinterpret_cast<const void*>(kernel), device, kThreads));
   const unsigned blocks = unsigned(wanted < resident ? wanted : resident);
   kernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(args);
   error = cudaGetLastError();

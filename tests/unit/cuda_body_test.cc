@@ -9,6 +9,8 @@
 
 #include "core/dtype.h"
 #include "kernels/cpu/reduce.h"
+#include "kernels/cuda/multi_copy_body.h"
+#include "support/multi_copy_cases.h"
 #include "support/reduce_copy_cases.h"
 
 namespace strata {
@@ -75,8 +77,8 @@ std::vector<KernelCase> casesWithTheCpuKernelsBits() {
 INSTANTIATE_TEST_SUITE_P(AllButHalfAvg, CudaBodyBitsTest, ::testing::ValuesIn(casesWithTheCpuKernelsBits()),
                          caseName);
 
-// The launcher's checks run before any CUDA call, so they are testable here.
-TEST(CudaLaunch, RefusesBadArgumentsWithASentence) {
+// Eight float32 copied onto themselves: arguments with nothing wrong.
+cuda::ReduceCopyArgs eightFloats() {
   alignas(16) static float data[8];
   cuda::ReduceCopyArgs a;
   a.src[0] = data;
@@ -84,6 +86,14 @@ TEST(CudaLaunch, RefusesBadArgumentsWithASentence) {
   a.nsrc = 1;
   a.ndst = 1;
   a.count = 8;
+  return a;
+}
+
+// The launcher's checks run before any CUDA call, so they are testable here;
+// and without a device (or without CUDA) a good launch is refused with a
+// sentence saying so.
+TEST(CudaLaunch, RefusesBadArgumentsWithASentence) {
+  const cuda::ReduceCopyArgs a = eightFloats();
   if (!cuda::built()) {
     EXPECT_NE(cuda::enqueueReduceCopy(a, strataFloat32, strataSum, nullptr).find("built without CUDA"),
               std::string::npos);
@@ -96,7 +106,7 @@ TEST(CudaLaunch, RefusesBadArgumentsWithASentence) {
   tooMany.nsrc = cuda::kMaxSources + 1;
   EXPECT_NE(cuda::enqueueReduceCopy(tooMany, strataFloat32, strataSum, nullptr).find("1-8"), std::string::npos);
   cuda::ReduceCopyArgs crooked = a;
-  crooked.src[0] = reinterpret_cast<const char*>(data) + 2;
+  crooked.src[0] = reinterpret_cast<const char*>(a.src[0]) + 2;
   EXPECT_NE(cuda::enqueueReduceCopy(crooked, strataFloat32, strataSum, nullptr).find("not aligned"),
             std::string::npos);
   EXPECT_NE(cuda::enqueueReduceCopy(a, strataDataType_t(99), strataSum, nullptr).find("invalid dtype"),
@@ -104,20 +114,43 @@ TEST(CudaLaunch, RefusesBadArgumentsWithASentence) {
   cuda::ReduceCopyArgs empty = a;
   empty.count = 0;
   EXPECT_EQ(cuda::enqueueReduceCopy(empty, strataFloat32, strataSum, nullptr), "") << "count 0 is a no-op";
+  if (cuda::visibleDevices() == 0) {
+    const std::string error = cuda::enqueueReduceCopy(a, strataFloat32, strataSum, nullptr);
+    EXPECT_NE(error.find("no usable CUDA device"), std::string::npos) << error;
+  }
 }
 
-TEST(CudaLaunch, WithoutADeviceTheLaunchSaysSo) {
-  if (cuda::visibleDevices() > 0) GTEST_SKIP() << "a GPU is visible; tests/gpu covers launches";
-  alignas(16) static float data[8];
-  cuda::ReduceCopyArgs a;
-  a.src[0] = data;
-  a.dst[0] = data;
-  a.nsrc = 1;
-  a.ndst = 1;
-  a.count = 8;
-  const std::string error = cuda::enqueueReduceCopy(a, strataFloat32, strataSum, nullptr);
-  EXPECT_NE(error, "");
-  EXPECT_NE(error.find("CUDA"), std::string::npos) << error;
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+// The multi-tensor copy's body on the CPU: every block and thread of grids
+// of several shapes, packing and unpacking tensors of 0 bytes to several
+// chunks at assorted alignments.
+TEST(CudaMultiCopyBody, PacksAndUnpacksEveryByteOnGridsOfSeveralShapes) {
+  uint64_t seed = 1;
+  for (const test::MultiCopyCase& c : test::multiCopyCases(false)) {
+    for (auto [blocks, threads] : {std::pair<uint64_t, uint64_t>{1, 1}, {3, 32}, {7, 64}}) {
+      test::MultiCopyBuffers buffers(c, ++seed);
+      const std::vector<cuda::CopySegment> table = buffers.hostSegments();
+      const uint64_t chunks = table.empty() ? 0 : table.back().firstChunk +
+                              (table.back().bytes + cuda::kCopyChunkBytes - 1) / cuda::kCopyChunkBytes;
+      test::runMultiCopyOnCpu(table, chunks, blocks, threads);
+      ASSERT_EQ(buffers.check(), "") << blocks << " blocks x " << threads << " threads";
+    }
+  }
+}
+
+TEST(CudaMultiCopyBody, ChunkPlanningSkipsEmptySegments) {
+  std::vector<cuda::CopySegment> table(5);
+  const uint64_t sizes[] = {0, cuda::kCopyChunkBytes + 1, 0, 0, 5};
+  for (int i = 0; i < 5; ++i) table[i].bytes = sizes[i];
+  EXPECT_EQ(cuda::planMultiCopy(table.data(), 5), 3u);
+  EXPECT_EQ(cuda::body::segmentOfChunk(table.data(), 5, 0), 1);
+  EXPECT_EQ(cuda::body::segmentOfChunk(table.data(), 5, 1), 1);
+  EXPECT_EQ(cuda::body::segmentOfChunk(table.data(), 5, 2), 4);
 }
 
 }  // namespace
