@@ -5,8 +5,16 @@
 /// opaque communicator handles, one result enum, a per-communicator last
 /// error sentence, and a config struct set from an initializer macro.
 ///
-/// Host buffers: a call returns when the result is in place.
-/// Device buffers (CUDA): reserved; such calls return strataUnsupported for now.
+/// Host buffers: a call returns when the result is in place (after any device
+/// operation enqueued earlier on the communicator has run).
+/// Device buffers (CUDA): as NCCL's, the call enqueues the operation on the
+/// given stream (a cudaStream_t; NULL = the legacy default stream) and returns;
+/// work enqueued on that stream afterwards sees the result. Send and receive
+/// buffers are both on the device (or both on the host), on the one device the
+/// communicator is used with. A failure found after the call returned marks the
+/// communicator failed: strataCommGetAsyncError reports it, later calls return
+/// it, and the stream's results are undefined. Calls inside CUDA graph capture
+/// return strataUnsupported.
 #ifndef STRATA_STRATA_H_
 #define STRATA_STRATA_H_
 
@@ -122,6 +130,10 @@ strataResult_t strataCommAbort(strataComm_t comm);
 /// strataCommAbort(comm), and carry on with *newcomm.
 strataResult_t strataCommShrink(strataComm_t comm, const int* excludeRanks, int excludeCount,
                                 strataComm_t* newcomm);
+/// *asyncError: strataSuccess, or the code that failed the communicator, also
+/// after the call that enqueued the failing device operation had returned
+/// (NCCL's ncclCommGetAsyncError); strataGetLastError(comm) then names it.
+strataResult_t strataCommGetAsyncError(strataComm_t comm, strataResult_t* asyncError);
 strataResult_t strataCommCount(const strataComm_t comm, int* count);
 strataResult_t strataCommUserRank(const strataComm_t comm, int* rank);
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "api/entry.h"
+#include "device/device_ops.h"
 #include "bootstrap/rendezvous.h"
 #include "core/comm.h"
 #include "core/error.h"
@@ -200,6 +201,7 @@ strataResult_t strataCommShrink(strataComm_t comm, const int* excludeRanks, int 
     }
     if (live->fusionBusy)
       fail(strataInvalidUsage, "a fusion context on this communicator has tensors in flight");
+    if (!live->failed()) drainDeviceQueue(*live);
     Comm* made = live->shrink(excluded);
     registerComm(made);
     *newcomm = reinterpret_cast<strataComm_t>(made);
@@ -212,6 +214,22 @@ strataResult_t strataCommGetStats(const strataComm_t comm, strataStats_t* stats)
     Comm* live = liveComm(comm, "strataCommGetStats");
     if (!stats) fail(strataInvalidArgument, "the stats pointer is NULL");
     *stats = live->observer().stats();
+  });
+}
+
+strataResult_t strataCommGetAsyncError(strataComm_t comm, strataResult_t* asyncError) {
+  Comm* c = nullptr;
+  return guarded("strataCommGetAsyncError", c, [&] {
+    Comm* live = liveComm(comm, "strataCommGetAsyncError");
+    if (!asyncError) fail(strataInvalidArgument, "the asyncError pointer is NULL");
+    *asyncError = live->failCode();
+    if (live->failed()) {  // the sentence for strataGetLastError(comm), from this thread
+      try {
+        live->throwFailed();
+      } catch (const Error& e) {
+        live->setLastError(e.what());
+      }
+    }
   });
 }
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "api/entry.h"
+#include "device/device_ops.h"
 #include "fusion/context.h"
 
 using namespace strata;
@@ -73,6 +74,10 @@ strataResult_t strataFusionAllReduce(strataFusion_t fusion, uint64_t key, const 
     r.dtype = datatype;
     r.redop = op;
     validate("strataFusionAllReduce", r);
+    if (r.onDevice)
+      fail(strataUnsupported, "strataFusionAllReduce: device buffers are not supported by fusion contexts yet; "
+           "all-reduce them with strataAllReduce between strataGroupStart and strataGroupEnd (fused)");
+    drainDeviceQueue(*c);
     auto done = ctx.add(key, r, callback, userData);
     if (request) *request = new strataFusionRequest{done};
   });

@@ -2,13 +2,15 @@
 // and run at the outermost GroupEnd: per communicator, first all sends and
 // receives together as one phase (no order of them can deadlock), then the
 // collectives, fused where they share collective, dtype, op and root
-// (src/fusion/group_fusion.h).
+// (src/fusion/group_fusion.h). A group of device buffers is enqueued on its
+// stream as one step of the communicator's device queue (src/device).
 #include <algorithm>
 #include <vector>
 
 #include "api/collectives.h"
 #include "api/entry.h"
 #include "core/error.h"
+#include "device/device_ops.h"
 #include "fusion/group_fusion.h"
 
 using namespace strata;
@@ -50,11 +52,21 @@ strataResult_t strataGroupEnd(void) {
     for (Comm* c : comms) {
       current = liveComm(reinterpret_cast<strataComm_t>(c), "strataGroupEnd");
       std::vector<Request> p2p, collectives;
+      int onDevice = 0, onHost = 0;
       for (const Request& r : ops) {
         if (r.comm != c) continue;
         bool isP2P = r.coll == Coll::kSend || r.coll == Coll::kRecv;
         (isP2P ? p2p : collectives).push_back(r);
+        if (r.count) ++(r.onDevice ? onDevice : onHost);
       }
+      if (onDevice && onHost)
+        fail(strataInvalidUsage, "strataGroupEnd: the group mixes %d operations on device buffers with %d on "
+             "host buffers on one communicator; group them separately", onDevice, onHost);
+      if (onDevice) {
+        enqueueDeviceGroup(*c, p2p, collectives);
+        continue;
+      }
+      drainDeviceQueue(*c);
       runP2P(*c, p2p);
       runGroupCollectives(*c, collectives);
     }

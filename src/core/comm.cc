@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/link_probe.h"
+#include "device/device_queue.h"
 #include "fusion/staging_pool.h"
 #include "kernels/cpu/reduce.h"
 #include "topo/detect.h"
@@ -72,6 +73,7 @@ Comm::Comm(int nranks, int rank, const UniqueIdData& id, Config config)
 }
 
 Comm::~Comm() {
+  deviceQueue_.reset();  // lets enqueued device operations finish while the links are up
   if (config_.statsAtDestroy) {
     std::string table = observer_->statsSummary();
     std::fwrite(table.data(), 1, table.size(), stderr);
@@ -192,6 +194,11 @@ void Comm::throwFailed() const {
 void Comm::abort() noexcept {
   if (!failed()) dumpFlightRecorder("strataCommAbort");
   markFailed(strataRemoteError, format("rank %d called strataCommAbort", rank_), false);
+}
+
+DeviceQueue& Comm::deviceQueue(int device) {
+  if (!deviceQueue_) deviceQueue_ = std::make_unique<DeviceQueue>(*this, device);
+  return *deviceQueue_;
 }
 
 void Comm::setLastError(const std::string& s) { lastError_ = s; }

@@ -23,6 +23,7 @@
 namespace strata {
 
 class StagingPool;
+class DeviceQueue;
 
 class Comm : public LinkSet {
  public:
@@ -63,6 +64,12 @@ class Comm : public LinkSet {
   std::atomic<int> fusionContexts{0};
   std::atomic<bool> fusionBusy{false};
   size_t linkCapacity() const override;
+  // Device-buffer operations (src/device): the queue bound to the first
+  // device used, made at that first use; existingDeviceQueue() is null before.
+  DeviceQueue& deviceQueue(int device);
+  DeviceQueue* existingDeviceQueue() { return deviceQueue_.get(); }
+  // strataCommGetAsyncError: the code that failed the communicator, if any.
+  strataResult_t failCode() const { return failCode_; }
 
   // Error state. markFailed() tells every connected peer (ABORT frames) once.
   // A timeout or a peer's failure also dumps the flight recorder (`dump`).
@@ -126,6 +133,7 @@ class Comm : public LinkSet {
   PlanCache plans_;
   std::vector<uint8_t> scratch_;
   std::unique_ptr<StagingPool> staging_;
+  std::unique_ptr<DeviceQueue> deviceQueue_;  // destroyed first, in ~Comm (its proxy uses the links)
   std::atomic<strataResult_t> failCode_{strataSuccess};
   std::string failMessage_;
   std::string lastError_;

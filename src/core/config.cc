@@ -108,6 +108,8 @@ Config readConfig() {
   c.fusionThresholdBytes =
       size_t(envInt("STRATA_FUSION_THRESHOLD", (long long)c.fusionThresholdBytes));
   c.fusionCycleUs = int(std::min<long long>(envInt("STRATA_FUSION_CYCLE_US", c.fusionCycleUs), 60000000));
+  c.deviceStagingBytes = size_t(envInt("STRATA_DEVICE_STAGING_BYTES", (long long)c.deviceStagingBytes));
+  c.deviceStagingSlots = int(envInt("STRATA_DEVICE_STAGING_SLOTS", c.deviceStagingSlots));
   c.traceFile = envString("STRATA_TRACE_FILE");
   c.statsAtDestroy = envInt("STRATA_STATS", 0) != 0;
   c.flightRecorderEntries =
@@ -119,6 +121,8 @@ Config readConfig() {
   if (c.chunkBytes < 4096) c.chunkBytes = 4096;
   if (c.shmSlotBytes < 4096) c.shmSlotBytes = 4096;
   if (c.shmSlots < 2) c.shmSlots = 2;
+  c.deviceStagingBytes = std::min<size_t>(std::max<size_t>(c.deviceStagingBytes, 4096), size_t(1) << 30);
+  c.deviceStagingSlots = std::min(std::max(c.deviceStagingSlots, 2), 64);
   if (c.tcpBufferBytes < (1 << 16)) c.tcpBufferBytes = 1 << 16;
   c.netSlotBytes = std::min<size_t>(std::max<size_t>(c.netSlotBytes, 4096), size_t(64) << 20);
   c.netSlots = std::min(std::max(c.netSlots, 2), 4096);
@@ -143,7 +147,7 @@ std::string Config::describe() const {
       "STRATA_FUSION_THRESHOLD=%zu STRATA_FUSION_CYCLE_US=%d STRATA_NET=%s STRATA_OFI_PROVIDER=%s "
       "STRATA_OFI_RAILS=%d STRATA_NET_SLOT_BYTES=%zu STRATA_NET_SLOTS=%d STRATA_TRACE_FILE=%s "
       "STRATA_STATS=%d STRATA_FLIGHT_RECORDER_ENTRIES=%d STRATA_FLIGHT_RECORDER_FILE=%s "
-      "STRATA_FLIGHT_RECORDER_SIGNAL=%d",
+      "STRATA_FLIGHT_RECORDER_SIGNAL=%d STRATA_DEVICE_STAGING_BYTES=%zu STRATA_DEVICE_STAGING_SLOTS=%d",
       timeoutMs, algo.empty() ? "auto" : algo.c_str(),
       transport.empty() ? "auto" : transport.c_str(), hostId.empty() ? "(detected)" : hostId.c_str(),
       socketIfname.empty() ? "(any)" : socketIfname.c_str(),
@@ -154,7 +158,8 @@ std::string Config::describe() const {
       net.empty() ? "auto" : net.c_str(), ofiProvider.empty() ? "(preference)" : ofiProvider.c_str(),
       ofiRails, netSlotBytes, netSlots, traceFile.empty() ? "(off)" : traceFile.c_str(),
       int(statsAtDestroy), flightRecorderEntries,
-      flightRecorderFile.empty() ? "(stderr)" : flightRecorderFile.c_str(), int(dumpOnSignal));
+      flightRecorderFile.empty() ? "(stderr)" : flightRecorderFile.c_str(), int(dumpOnSignal),
+      deviceStagingBytes, deviceStagingSlots);
 }
 
 }  // namespace strata

@@ -46,6 +46,9 @@ struct Config {
   // STRATA_FUSION_THRESHOLD: largest fused buffer (0: no fusion of grouped collectives).
   size_t fusionThresholdBytes = size_t(64) << 20;
   int fusionCycleUs = 1000;        // STRATA_FUSION_CYCLE_US: fusion context flush period
+  // Device buffers (src/device): pinned host staging, a ring of slots.
+  size_t deviceStagingBytes = size_t(8) << 20;  // STRATA_DEVICE_STAGING_BYTES: one slot (a pipeline chunk)
+  int deviceStagingSlots = 4;                   // STRATA_DEVICE_STAGING_SLOTS: chunks in flight
   // Observability (src/obs).
   std::string traceFile;           // STRATA_TRACE_FILE: Chrome trace per process (%r rank, %p pid)
   bool statsAtDestroy = false;     // STRATA_STATS=1: print the statistics at destroy

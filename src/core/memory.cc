@@ -2,7 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <mutex>
 
 namespace strata {
 
@@ -49,11 +52,36 @@ CudaQueries findCuda() {
   return q;
 }
 
+// The queries, looked up again (at most once a millisecond) while CUDA is
+// absent, so that a process that loads CUDA after its first host collective
+// still has its device pointers recognised.
+const CudaQueries& cudaQueries() {
+  static const CudaQueries none;
+  static CudaQueries found;  // written once, before `present` is set
+  static std::atomic<bool> present{false};
+  static std::atomic<int64_t> lastLookNs{-1};
+  static std::mutex mu;
+  if (present.load(std::memory_order_acquire)) return found;
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch()).count();
+  const int64_t last = lastLookNs.load(std::memory_order_relaxed);
+  if (last >= 0 && now - last < 1000000) return none;
+  std::lock_guard<std::mutex> lock(mu);
+  if (present.load(std::memory_order_relaxed)) return found;
+  lastLookNs.store(now, std::memory_order_relaxed);
+  CudaQueries q = findCuda();
+  if (!q.driver && !q.runtime) return none;
+  found = q;
+  present.store(true, std::memory_order_release);
+  return found;
+}
+
 }  // namespace
 
 MemoryKind memoryKindOf(const void* ptr) {
-  static const CudaQueries cuda = findCuda();
   if (!ptr) return MemoryKind::kHost;
+  const CudaQueries& cuda = cudaQueries();
+  if (!cuda.driver && !cuda.runtime) return MemoryKind::kHost;
   if (cuda.driver) {
     unsigned type = 0;
     int managed = 0;

@@ -1,6 +1,5 @@
-// Where a buffer lives. The seam for device buffers: today a device pointer
-// is reported so the API can refuse it clearly (strataUnsupported); the CUDA
-// issue routes such buffers to the device path instead.
+// Where a buffer lives: host buffers run on the caller's thread, device
+// buffers go to the device path (src/device).
 #pragma once
 
 namespace strata {
@@ -9,8 +8,8 @@ enum class MemoryKind { kHost, kDevice };
 
 // Asks the CUDA driver (cuPointerGetAttribute) when the process has already
 // loaded it, else a loaded CUDA runtime; a process with neither cannot hold
-// device pointers. Looked up at the first call, so load CUDA before the first
-// collective. Managed memory counts as host memory (the host can reach it).
+// device pointers. While CUDA is absent it is looked for again at most once a
+// millisecond. Managed memory counts as host memory (the host can reach it).
 MemoryKind memoryKindOf(const void* ptr);
 
 }  // namespace strata

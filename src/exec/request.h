@@ -23,6 +23,8 @@ struct Request {
   strataRedOp_t redop = strataSum;
   int root = 0;  // root, or peer for send/recv
   bool inPlace = false;
+  bool onDevice = false;    // the buffers are CUDA device memory (src/device runs it)
+  void* stream = nullptr;   // the cudaStream_t a device operation is ordered on
 };
 
 // Throws strataInvalidArgument naming the problem; fills inPlace.

@@ -45,7 +45,7 @@ std::vector<Case> allCases() {
 }
 
 // Runs one case on this rank; returns "" or the problem.
-std::string runCase(const Case& c, size_t index, int rank, int n, strataComm_t comm) {
+std::string runCase(const Case& c, size_t index, int rank, int n, strataComm_t comm, const CaseCaller& caller) {
   const size_t e = elemSize(c.dtype);
   const int root = int(index % size_t(n));
   const size_t sendElems = sendsBlocks(c.coll) ? c.count * size_t(n) : c.count;
@@ -76,7 +76,8 @@ std::string runCase(const Case& c, size_t index, int rank, int n, strataComm_t c
       sendArg = recv;
     }
   }
-  strataResult_t rc = callCollective(c.coll, sendArg, recvArg, c.count, c.dtype, c.op, root, comm);
+  strataResult_t rc = caller ? caller(c, root, sendMem, recvMem, sendArg, recvArg, comm)
+                             : callCollective(c.coll, sendArg, recvArg, c.count, c.dtype, c.op, root, comm);
   if (rc != strataSuccess) return format("returned %s: %s", strataGetErrorString(rc), strataGetLastError(comm));
   if (c.count == 0) return "";
   return checkOutput(c.coll, c.dtype, c.op, n, rank, root, c.count, ptrs, recvArg);

@@ -1,0 +1,120 @@
+#include "device/device_ops.h"
+
+#include <algorithm>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "device/device_queue.h"
+#include "device/staged_request.h"
+#include "fusion/group_fusion.h"
+#include "kernels/cuda/device_runtime.h"
+
+namespace strata {
+
+namespace {
+
+void ok(const std::string& result) {
+  if (!result.empty()) fail(strataSystemError, "%s", result.c_str());
+}
+
+void enqueueCopy(const RowCopy& c, void* stream) {
+  if (c.rows == 0) return;
+  ok(cuda::copy2DAsync(c.dst, c.dstPitch, c.src, c.srcPitch, c.rowBytes, c.rows, stream));
+}
+
+// The device of the request's buffers; the communicator's queue is bound to
+// the first one it sees.
+DeviceQueue& queueFor(Comm& c, const Request& r, const char* fn) {
+  const void* any = r.send ? r.send : r.recv;
+  int device = -1;
+  ok(cuda::deviceOfPointer(any, &device));
+  bool capturing = false;
+  ok(cuda::streamIsCapturing(r.stream, &capturing));
+  if (capturing)
+    fail(strataUnsupported, "%s: the stream is being captured into a CUDA graph; strata's device operations "
+         "are not capturable yet (call it outside the capture)", fn);
+  DeviceQueue& q = c.deviceQueue(device);
+  if (q.device() != device)
+    fail(strataInvalidUsage, "%s: the buffers are on device %d but this communicator works on device %d "
+         "(one communicator per device)", fn, device, q.device());
+  return q;
+}
+
+void runHostPiece(Request& host) {
+  if (host.coll == Coll::kSend || host.coll == Coll::kRecv) runP2P(*host.comm, {host});
+  else runCollective(host);
+}
+
+}  // namespace
+
+void enqueueDeviceRequest(Request& r) {
+  Comm& c = *r.comm;
+  if (c.failed()) c.throwFailed();
+  if (r.count == 0) return;
+  DeviceQueue& q = queueFor(c, r, collName(r.coll));
+  const WorldPlace at{c.nranks(), c.rank()};
+  const size_t perElement = stagingRowsPerElement(r, at) * dtypeSize(r.dtype);
+  const size_t chunk = std::max<size_t>(1, q.slotBytes() / perElement);
+  const size_t pieces = (r.count + chunk - 1) / chunk;
+  const size_t depth = std::min(size_t(q.slots()), pieces);
+  std::vector<StagedPiece> staged(pieces);
+  std::vector<uint64_t> tickets(pieces);
+  auto copyIn = [&](size_t i) {
+    const size_t offset = i * chunk, elements = std::min(chunk, r.count - offset);
+    uint8_t* area = q.beginStep(stagingBytes(r, at, elements), r.stream);
+    staged[i] = stagePiece(r, at, offset, elements, area);
+    enqueueCopy(staged[i].copyIn, r.stream);
+    tickets[i] = q.submitStep(r.stream, [host = staged[i].host]() mutable { runHostPiece(host); });
+  };
+  // Copies in run ahead of the copies out by `depth` pieces (the slots).
+  for (size_t i = 0; i < depth; ++i) copyIn(i);
+  for (size_t i = 0; i < pieces; ++i) {
+    q.waitStep(tickets[i], r.stream);
+    enqueueCopy(staged[i].copyOut, r.stream);
+    q.endStep(tickets[i], r.stream);
+    if (i + depth < pieces) copyIn(i + depth);
+  }
+}
+
+void enqueueDeviceGroup(Comm& c, std::vector<Request>& p2p, std::vector<Request>& collectives) {
+  if (c.failed()) c.throwFailed();
+  std::vector<Request*> all;
+  for (Request& r : p2p)
+    if (r.count) all.push_back(&r);
+  for (Request& r : collectives)
+    if (r.count) all.push_back(&r);
+  if (all.empty()) return;
+  void* stream = all[0]->stream;
+  for (Request* r : all)
+    if (r->stream != stream)
+      fail(strataInvalidUsage, "strataGroupEnd: the group's device operations on one communicator use "
+           "different streams; give them one stream");
+  DeviceQueue& q = queueFor(c, *all[0], "strataGroupEnd");
+  const WorldPlace at{c.nranks(), c.rank()};
+  size_t bytes = 0;
+  for (Request* r : all) bytes += stagingBytes(*r, at, r->count);
+  uint8_t* area = q.beginStep(bytes, stream);
+  std::vector<StagedPiece> staged;
+  std::vector<Request> hostP2P, hostCollectives;
+  for (Request* r : all) {
+    staged.push_back(stagePiece(*r, at, 0, r->count, area));
+    area += stagingBytes(*r, at, r->count);
+    enqueueCopy(staged.back().copyIn, stream);
+    const bool isP2P = r->coll == Coll::kSend || r->coll == Coll::kRecv;
+    (isP2P ? hostP2P : hostCollectives).push_back(staged.back().host);
+  }
+  Comm* comm = &c;
+  uint64_t ticket = q.submitStep(stream, [comm, hostP2P, hostCollectives]() mutable {
+    runP2P(*comm, hostP2P);
+    runGroupCollectives(*comm, hostCollectives);
+  });
+  q.waitStep(ticket, stream);
+  for (const StagedPiece& p : staged) enqueueCopy(p.copyOut, stream);
+  q.endStep(ticket, stream);
+}
+
+void drainDeviceQueue(Comm& c) {
+  if (DeviceQueue* q = c.existingDeviceQueue()) q->drain();
+}
+
+}  // namespace strata
