@@ -24,6 +24,7 @@ struct PerfOptions {
   // alternating rounds (-R), out-of-place only.
   std::vector<std::string> algorithms;
   int rounds = 5;             // -R
+  int gpu = 0;                // -G 1: CUDA device buffers, calls enqueued on a stream (nccl-tests' default)
 };
 
 // Parses argv; on error prints usage to stderr and returns false.

@@ -16,6 +16,7 @@
 
 #include "local_ranks.h"
 #include "perf_check.h"
+#include "perf_device.h"
 #include "perf_options.h"
 #include "strata/strata.h"
 #ifdef STRATA_PERF_WITH_MPI
@@ -61,26 +62,27 @@ class Bench {
   void runOnce(size_t count, bool inPlace) {
     const std::string& c = o_.collective;
     size_t blockBytes = count * elem_;
-    char* send = sendBuf_.data();
-    char* recv = recvBuf_.data();
+    char* send = o_.gpu ? dSend_ : sendBuf_.data();
+    char* recv = o_.gpu ? dRecv_ : recvBuf_.data();
+    void* st = o_.gpu ? perfdev::stream() : nullptr;
     if (c == "all_reduce") {
-      CHECK_OK(strataAllReduce(inPlace ? recv : send, recv, count, o_.dtype, o_.op, comm, nullptr));
+      CHECK_OK(strataAllReduce(inPlace ? recv : send, recv, count, o_.dtype, o_.op, comm, st));
     } else if (c == "reduce_scatter") {
       CHECK_OK(strataReduceScatter(inPlace ? recv : send, inPlace ? recv + rank_ * blockBytes : recv,
-                                   count, o_.dtype, o_.op, comm, nullptr));
+                                   count, o_.dtype, o_.op, comm, st));
     } else if (c == "all_gather") {
       CHECK_OK(strataAllGather(inPlace ? recv + rank_ * blockBytes : send, recv, count, o_.dtype, comm,
-                               nullptr));
+                               st));
     } else if (c == "broadcast") {
-      CHECK_OK(strataBroadcast(inPlace ? recv : send, recv, count, o_.dtype, o_.root, comm, nullptr));
+      CHECK_OK(strataBroadcast(inPlace ? recv : send, recv, count, o_.dtype, o_.root, comm, st));
     } else if (c == "reduce") {
-      CHECK_OK(strataReduce(inPlace ? recv : send, recv, count, o_.dtype, o_.op, o_.root, comm, nullptr));
+      CHECK_OK(strataReduce(inPlace ? recv : send, recv, count, o_.dtype, o_.op, o_.root, comm, st));
     } else if (c == "alltoall") {
-      CHECK_OK(strataAllToAll(inPlace ? recv : send, recv, count, o_.dtype, comm, nullptr));
+      CHECK_OK(strataAllToAll(inPlace ? recv : send, recv, count, o_.dtype, comm, st));
     } else if (c == "sendrecv") {
       CHECK_OK(strataGroupStart());
-      CHECK_OK(strataSend(inPlace ? recv : send, count, o_.dtype, (rank_ + 1) % n_, comm, nullptr));
-      CHECK_OK(strataRecv(recv, count, o_.dtype, (rank_ - 1 + n_) % n_, comm, nullptr));
+      CHECK_OK(strataSend(inPlace ? recv : send, count, o_.dtype, (rank_ + 1) % n_, comm, st));
+      CHECK_OK(strataRecv(recv, count, o_.dtype, (rank_ - 1 + n_) % n_, comm, st));
       CHECK_OK(strataGroupEnd());
     }
   }
@@ -98,6 +100,27 @@ class Bench {
     } else {
       std::memcpy(recvBuf_.data(), sendBuf_.data(), sendElems(count) * elem_);
     }
+  }
+
+  // -G: device copies of the host buffers (as prepared), made or grown here.
+  void mirror() {
+    if (!o_.gpu) return;
+    if (dSendBytes_ < sendBuf_.size()) {
+      perfdev::release(dSend_);
+      dSend_ = static_cast<char*>(perfdev::allocate(sendBuf_.size()));
+      dSendBytes_ = sendBuf_.size();
+    }
+    if (dRecvBytes_ < recvBuf_.size()) {
+      perfdev::release(dRecv_);
+      dRecv_ = static_cast<char*>(perfdev::allocate(recvBuf_.size()));
+      dRecvBytes_ = recvBuf_.size();
+    }
+    perfdev::upload(dSend_, sendBuf_.data(), sendBuf_.size());
+    perfdev::upload(dRecv_, recvBuf_.data(), recvBuf_.size());
+  }
+  // -G: waits for the calls enqueued so far (part of the timed interval, as nccl-tests).
+  void finish() {
+    if (o_.gpu) perfdev::synchronize();
   }
 
   size_t sendElems(size_t count) const {
@@ -128,12 +151,14 @@ class Bench {
     recvBuf_.assign(std::max(sendElems(count), recvElems(count)) * elem_ + 64, 0);
     CheckSpec spec{o_.collective, o_.dtype, o_.op, rank_, n_, o_.root, count};
     fillInput(spec, sendBuf_.data(), sendElems(count));
+    mirror();
     return count;
   }
   double timeCalls(size_t count, int iters) {
     CHECK_OK(strataBarrier(comm, nullptr));
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < iters; ++i) runOnce(count, false);
+    finish();
     auto t1 = std::chrono::steady_clock::now();
     return slowest(std::chrono::duration<double, std::micro>(t1 - t0).count() / iters);
   }
@@ -153,10 +178,13 @@ class Bench {
     fillInput(spec, sendBuf_.data(), sendElems(count));
     for (int inPlace = 0; inPlace < 2; ++inPlace) {
       prepare(count, inPlace);
+      mirror();
       for (int i = 0; i < o_.warmup; ++i) runOnce(count, inPlace);
+      finish();
       CHECK_OK(strataBarrier(comm, nullptr));
       auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < o_.iters; ++i) runOnce(count, inPlace);
+      finish();
       auto t1 = std::chrono::steady_clock::now();
       double us = std::chrono::duration<double, std::micro>(t1 - t0).count() / o_.iters;
       row.timeUs[inPlace] = slowest(us);
@@ -166,7 +194,12 @@ class Bench {
       for (int k = 0; k < o_.check; ++k) {
         std::memset(recvBuf_.data(), 0, recvBuf_.size());
         prepare(count, inPlace);
+        mirror();
         runOnce(count, inPlace);
+        if (o_.gpu) {
+          finish();
+          perfdev::download(recvBuf_.data(), dRecv_, recvBuf_.size());
+        }
         // In place, reduce-scatter leaves the result in this rank's block.
         size_t at = (inPlace && o_.collective == "reduce_scatter") ? size_t(rank_) * count * elem_ : 0;
         wrong += (long long)countWrong(spec, recvBuf_.data() + at);
@@ -186,12 +219,15 @@ class Bench {
   int rank_, n_;
   size_t elem_;
   std::vector<char> sendBuf_, recvBuf_;
+  char* dSend_ = nullptr;  // -G: device copies
+  char* dRecv_ = nullptr;
+  size_t dSendBytes_ = 0, dRecvBytes_ = 0;
 };
 
 void printHeader(const PerfOptions& o, int n) {
-  std::printf("# strata-perf %s: %d ranks, dtype %s, op %s, root %d, iters %d, warmup %d, check %d\n",
+  std::printf("# strata-perf %s: %d ranks, dtype %s, op %s, root %d, iters %d, warmup %d, check %d, %s buffers\n",
               o.collective.c_str(), n, dtypeLabel(o.dtype), opLabel(o.op), o.root, o.iters, o.warmup,
-              o.check);
+              o.check, o.gpu ? "device (CUDA)" : "host");
   std::printf("#%66s%36s\n", "out-of-place", "in-place");
   std::printf("# %12s %12s %8s %6s %5s %10s %8s %8s %7s %10s %8s %8s %7s\n", "size", "count", "type",
               "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
@@ -233,10 +269,22 @@ void writeJson(const PerfOptions& o, int n, const std::vector<Row>& rows) {
 
 int compareAlgorithms(const PerfOptions& o, strataComm_t comm);
 
+// -G 1: picks this rank's device (its local rank modulo the GPUs) and stream.
+bool deviceReady(const PerfOptions& o, int rank) {
+  if (!o.gpu) return true;
+  const char* local = std::getenv("LOCAL_RANK");
+  if (!local) local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  std::string why;
+  if (perfdev::ready(local ? std::atoi(local) : rank, &why)) return true;
+  if (rank == 0) std::fprintf(stderr, "strata-perf: -G 1: %s\n", why.c_str());
+  return false;
+}
+
 int runRank(const PerfOptions& o, strataComm_t comm) {
-  if (!o.algorithms.empty()) return compareAlgorithms(o, comm);
   int rank = 0, n = 1;
   CHECK_OK(strataCommUserRank(comm, &rank));
+  if (!deviceReady(o, rank)) return 77;
+  if (!o.algorithms.empty()) return compareAlgorithms(o, comm);
   CHECK_OK(strataCommCount(comm, &n));
   if (o.root < 0 || o.root >= n) {
     if (rank == 0) std::fprintf(stderr, "strata-perf: root %d out of range\n", o.root);

@@ -4,10 +4,12 @@
 #   1. builds strata with CUDA into build-gpu/;
 #   2. runs the GPU tier (ctest -L gpu): every kernel x dtype x op against the
 #      float64 reference and bit for bit against the kernel body on the CPU,
-#      stream ordering, and the multi-tensor copy; a skipped test is a
-#      failure here;
+#      stream ordering, the multi-tensor copy, and device-buffer collectives
+#      on 2, 3 and 4 ranks sharing the GPU; a skipped test is a failure here;
 #   3. compute-sanitizer memcheck and racecheck on a subset of the kernel tests;
 #   4. the kernel benchmark beside the device's own copy (strata-gpu-kernels);
+#   5. device-buffer collectives (strata-perf -G 1, ranks sharing the GPU),
+#      checked (-c 1) and timed;
 # and writes the report to docs/benchmarks/gpu.md (or $STRATA_GPU_REPORT;
 # $OUT/gpu.md too when the device tool's $OUT is set).
 # Exit 77 when no GPU is visible.
@@ -61,6 +63,14 @@ done
 step "kernel benchmark (strata-gpu-kernels)"
 build-gpu/bench/strata-gpu-kernels -s 256 -r 20 -J "$log/kernels.json" >"$log/kernels.md" || status=1
 
+step "device-buffer collectives (strata-perf -G 1)"
+for np in 2 4; do
+  for coll in all_reduce reduce_scatter all_gather; do
+    build-gpu/bench/strata-perf "$coll" -np "$np" -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1 \
+      >"$log/perf_${coll}_${np}.txt" 2>&1 || status=1
+  done
+done
+
 {
   echo "# GPU checks and kernel benchmark"
   echo
@@ -85,6 +95,17 @@ build-gpu/bench/strata-gpu-kernels -s 256 -r 20 -J "$log/kernels.json" >"$log/ke
   echo
   echo "Target (issue 6): the reduction (two inputs, one output, float32 and bfloat16, 256 MiB) at >= 90% of"
   echo "the device-to-device copy's bandwidth, both counting bytes read and written."
+  echo
+  echo "## Device-buffer collectives (\`strata-perf COLL -np N -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1\`)"
+  echo
+  echo "Ranks share the one GPU; each call is staged through pinned host memory and the host transports"
+  echo "(shared memory), so these figures measure that path, not NVLink."
+  for f in "$log"/perf_*.txt; do
+    echo
+    echo '```'
+    cat "$f"
+    echo '```'
+  done
 } >"$report"
 if [ -n "${OUT:-}" ]; then
   cp "$report" "$OUT/gpu.md"
