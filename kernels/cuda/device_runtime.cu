@@ -114,6 +114,17 @@ std::string copy2DAsync(void* dst, size_t dstPitch, const void* src, size_t srcP
                         size_t rows, void* stream) {
   if (rowBytes == 0 || rows == 0) return "";
   if (rows == 1) return copyAsync(dst, src, rowBytes, stream);
+  // cudaMemcpy2DAsync takes pitches up to the device's limit (2^31 - 1 bytes
+  // on current GPUs); rows further apart go one copy each.
+  constexpr size_t kMaxPitch = 2147483647u;
+  if (dstPitch > kMaxPitch || srcPitch > kMaxPitch) {
+    for (size_t row = 0; row < rows; ++row)
+      if (std::string e = copyAsync(static_cast<char*>(dst) + row * dstPitch,
+                                    static_cast<const char*>(src) + row * srcPitch, rowBytes, stream);
+          !e.empty())
+        return e;
+    return "";
+  }
   return check(cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, rowBytes, rows, cudaMemcpyDefault, asStream(stream)),
                "cudaMemcpy2DAsync");
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 #include "algo/select.h"
 #include "bootstrap/rendezvous.h"
@@ -150,9 +151,14 @@ void Comm::addChannel(int peer, std::unique_ptr<Channel> ch) {
 }
 
 void Comm::markFailed(strataResult_t code, const std::string& message, bool dump) noexcept {
-  if (failCode_ != strataSuccess) return;
+  // One failure wins, even when the caller's thread and the device queue's
+  // proxy fail at once; the loser waits until the winner has published it.
+  if (failing_.exchange(true)) {
+    while (failCode_.load(std::memory_order_acquire) == strataSuccess) std::this_thread::yield();
+    return;
+  }
   failMessage_ = message;
-  failCode_ = code;
+  failCode_.store(code, std::memory_order_release);
   for (Channel* ch : links_) ch->sendAbort(code, message);
   listener_.reset();  // ranks still connecting to us learn at once
   if (dump && code == strataTimeout) dumpFlightRecorder("timeout: " + message);

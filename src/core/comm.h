@@ -134,8 +134,9 @@ class Comm : public LinkSet {
   std::vector<uint8_t> scratch_;
   std::unique_ptr<StagingPool> staging_;
   std::unique_ptr<DeviceQueue> deviceQueue_;  // destroyed first, in ~Comm (its proxy uses the links)
+  std::atomic<bool> failing_{false};  // set by the one markFailed that records the failure
   std::atomic<strataResult_t> failCode_{strataSuccess};
-  std::string failMessage_;
+  std::string failMessage_;  // written before failCode_ is published
   std::string lastError_;
 };
 

@@ -82,6 +82,8 @@ struct DeviceScenario {
   const char* label;
 };
 
+void PrintTo(const DeviceScenario& s, std::ostream* os) { *os << s.label; }
+
 class DeviceCollectives : public ::testing::TestWithParam<DeviceScenario> {};
 
 TEST_P(DeviceCollectives, EveryCaseMatchesTheReference) {
