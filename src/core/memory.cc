@@ -1,9 +1,10 @@
 #include "core/memory.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <atomic>
-#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 
@@ -52,23 +53,36 @@ CudaQueries findCuda() {
   return q;
 }
 
-// The queries, looked up again (at most once a millisecond) while CUDA is
-// absent, so that a process that loads CUDA after its first host collective
-// still has its device pointers recognised.
+// The number of shared objects the process has loaded so far (glibc counts
+// every load in dlpi_adds); reading it stops at the first object, so it is cheap.
+unsigned long long librariesLoaded() {
+  unsigned long long adds = 0;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t size, void* out) {
+        if (size >= offsetof(dl_phdr_info, dlpi_adds) + sizeof(info->dlpi_adds))
+          *static_cast<unsigned long long*>(out) = info->dlpi_adds;
+        return 1;
+      },
+      &adds);
+  return adds;
+}
+
+// The queries, looked up again while CUDA is absent whenever the process has
+// loaded another library since the last look, so that a process that loads
+// CUDA after its first host collective still has its device pointers
+// recognised, and one that never does pays no lookup per call.
 const CudaQueries& cudaQueries() {
   static const CudaQueries none;
   static CudaQueries found;  // written once, before `present` is set
   static std::atomic<bool> present{false};
-  static std::atomic<int64_t> lastLookNs{-1};
+  static std::atomic<unsigned long long> loadedAtLastLook{~0ull};
   static std::mutex mu;
   if (present.load(std::memory_order_acquire)) return found;
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch()).count();
-  const int64_t last = lastLookNs.load(std::memory_order_relaxed);
-  if (last >= 0 && now - last < 1000000) return none;
+  const unsigned long long loaded = librariesLoaded();
+  if (loaded == loadedAtLastLook.load(std::memory_order_relaxed)) return none;
   std::lock_guard<std::mutex> lock(mu);
   if (present.load(std::memory_order_relaxed)) return found;
-  lastLookNs.store(now, std::memory_order_relaxed);
+  loadedAtLastLook.store(loaded, std::memory_order_relaxed);
   CudaQueries q = findCuda();
   if (!q.driver && !q.runtime) return none;
   found = q;

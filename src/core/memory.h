@@ -8,8 +8,8 @@ enum class MemoryKind { kHost, kDevice };
 
 // Asks the CUDA driver (cuPointerGetAttribute) when the process has already
 // loaded it, else a loaded CUDA runtime; a process with neither cannot hold
-// device pointers. While CUDA is absent it is looked for again at most once a
-// millisecond. Managed memory counts as host memory (the host can reach it).
+// device pointers. While CUDA is absent it is looked for again whenever the
+// process has loaded another library. Managed memory counts as host memory.
 MemoryKind memoryKindOf(const void* ptr);
 
 }  // namespace strata
