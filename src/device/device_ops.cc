@@ -4,6 +4,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "device/cuda_result.h"
 #include "device/device_queue.h"
 #include "device/staged_request.h"
 #include "fusion/group_fusion.h"
@@ -13,13 +14,9 @@ namespace strata {
 
 namespace {
 
-void ok(const std::string& result) {
-  if (!result.empty()) fail(strataSystemError, "%s", result.c_str());
-}
-
 void enqueueCopy(const RowCopy& c, void* stream) {
   if (c.rows == 0) return;
-  ok(cuda::copy2DAsync(c.dst, c.dstPitch, c.src, c.srcPitch, c.rowBytes, c.rows, stream));
+  cudaOk(cuda::copy2DAsync(c.dst, c.dstPitch, c.src, c.srcPitch, c.rowBytes, c.rows, stream));
 }
 
 // The device of the request's buffers; the communicator's queue is bound to
@@ -27,9 +24,9 @@ void enqueueCopy(const RowCopy& c, void* stream) {
 DeviceQueue& queueFor(Comm& c, const Request& r, const char* fn) {
   const void* any = r.send ? r.send : r.recv;
   int device = -1;
-  ok(cuda::deviceOfPointer(any, &device));
+  cudaOk(cuda::deviceOfPointer(any, &device));
   bool capturing = false;
-  ok(cuda::streamIsCapturing(r.stream, &capturing));
+  cudaOk(cuda::streamIsCapturing(r.stream, &capturing));
   if (capturing)
     fail(strataUnsupported, "%s: the stream is being captured into a CUDA graph; strata's device operations "
          "are not capturable yet (call it outside the capture)", fn);

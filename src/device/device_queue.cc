@@ -4,6 +4,7 @@
 
 #include "core/comm.h"
 #include "core/error.h"
+#include "device/cuda_result.h"
 #include "core/log.h"
 #include "kernels/cuda/device_runtime.h"
 
@@ -11,18 +12,13 @@ namespace strata {
 
 namespace {
 
-// Throws strataSystemError with CUDA's sentence unless `result` is "".
-void ok(const std::string& result) {
-  if (!result.empty()) fail(strataSystemError, "%s", result.c_str());
-}
-
 // Makes `device` current for the scope, so that events and streams of one
 // device meet (the caller's thread may have another device current).
 class DeviceScope {
  public:
   explicit DeviceScope(int device) {
-    ok(cuda::currentDevice(&previous_));
-    if (previous_ != device) ok(cuda::setDevice(device));
+    cudaOk(cuda::currentDevice(&previous_));
+    if (previous_ != device) cudaOk(cuda::setDevice(device));
     else previous_ = -1;
   }
   ~DeviceScope() {
@@ -46,7 +42,7 @@ DeviceQueue::DeviceQueue(Comm& comm, int device)
   DeviceScope scope(device_);
   slots_.resize(size_t(comm.config().deviceStagingSlots));
   void* counter = nullptr;
-  ok(cuda::allocPinned(64, &counter));
+  cudaOk(cuda::allocPinned(64, &counter));
   counter_ = static_cast<uint64_t*>(counter);
   __atomic_store_n(counter_, uint64_t(0), __ATOMIC_RELEASE);
   for (Slot& s : slots_) {
@@ -80,7 +76,6 @@ DeviceQueue::~DeviceQueue() {
   for (Slot& s : slots_) freeSlot(s);
   for (Slot& s : retired_) freeSlot(s);
   for (void* e : freeEvents_) cuda::destroyEvent(e);
-  for (Step& s : queue_) cuda::destroyEvent(s.ready);
   // The counter is left allocated: a stream may still read it.
 }
 
@@ -108,7 +103,7 @@ uint8_t* DeviceQueue::beginStep(size_t bytes, void* stream) {
     Slot bigger;
     bigger.bytes = slotSizeFor(bytes);
     void* memory = nullptr;
-    ok(cuda::allocPinned(bigger.bytes, &memory));
+    cudaOk(cuda::allocPinned(bigger.bytes, &memory));
     bigger.memory = static_cast<uint8_t*>(memory);
     std::string e = cuda::createEvent(&bigger.released);
     if (!e.empty()) {
@@ -119,7 +114,7 @@ uint8_t* DeviceQueue::beginStep(size_t bytes, void* stream) {
     else cuda::destroyEvent(slot.released);
     slot = bigger;
   }
-  if (slot.recorded) ok(cuda::streamWaitEvent(stream, slot.released));
+  if (slot.recorded) cudaOk(cuda::streamWaitEvent(stream, slot.released));
   return slot.memory;
 }
 
@@ -141,13 +136,13 @@ uint64_t DeviceQueue::submitStep(void* stream, std::function<void()> run) {
 
 void DeviceQueue::waitStep(uint64_t ticket, void* stream) {
   DeviceScope scope(device_);
-  ok(cuda::streamWaitCounter(stream, counter_, ticket));
+  cudaOk(cuda::streamWaitCounter(stream, counter_, ticket));
 }
 
 void DeviceQueue::endStep(uint64_t ticket, void* stream) {
   DeviceScope scope(device_);
   Slot& slot = slotOf(ticket);
-  ok(cuda::recordEvent(slot.released, stream));
+  cudaOk(cuda::recordEvent(slot.released, stream));
   slot.recorded = true;
 }
 
@@ -176,7 +171,7 @@ void* DeviceQueue::takeEvent() {
     }
   }
   void* e = nullptr;
-  ok(cuda::createEvent(&e));
+  cudaOk(cuda::createEvent(&e));
   return e;
 }
 

@@ -61,21 +61,9 @@ std::string runCase(const Case& c, size_t index, int rank, int n, strataComm_t c
   uint8_t* send = sendMem.data() + c.misalign;
   uint8_t* recv = recvMem.data() + c.misalign;
   std::memcpy(send, ptrs[size_t(rank)], sendElems * e);
-  const void* sendArg = send;
-  void* recvArg = recv;
-  if (c.inPlace) {
-    if (c.coll == Coll::kAllGather) {
-      std::memcpy(recv + size_t(rank) * c.count * e, send, c.count * e);
-      sendArg = recv + size_t(rank) * c.count * e;
-    } else if (c.coll == Coll::kReduceScatter) {
-      std::memcpy(recv, send, sendElems * e);
-      sendArg = recv;
-      recvArg = recv + size_t(rank) * c.count * e;
-    } else {
-      std::memcpy(recv, send, sendElems * e);
-      sendArg = recv;
-    }
-  }
+  const CallArgs args = layOutCall(c.coll, c.count, e, rank, n, c.inPlace, send, recv);
+  const void* sendArg = args.send;
+  void* recvArg = args.recv;
   strataResult_t rc = caller ? caller(c, root, sendMem, recvMem, sendArg, recvArg, comm)
                              : callCollective(c.coll, sendArg, recvArg, c.count, c.dtype, c.op, root, comm);
   if (rc != strataSuccess) return format("returned %s: %s", strataGetErrorString(rc), strataGetLastError(comm));

@@ -10,6 +10,19 @@ namespace strata::test {
 bool sendsBlocks(Coll c) { return c == Coll::kReduceScatter || c == Coll::kAllToAll; }
 bool recvsBlocks(Coll c) { return c == Coll::kAllGather || c == Coll::kAllToAll; }
 
+CallArgs layOutCall(Coll coll, size_t count, size_t elem, int rank, int nranks, bool inPlace, const uint8_t* send,
+                    uint8_t* recv) {
+  if (!inPlace) return {send, recv};
+  const size_t block = count * elem, mine = size_t(rank) * block;
+  if (coll == Coll::kAllGather) {
+    std::memcpy(recv + mine, send, block);
+    return {recv + mine, recv};
+  }
+  std::memcpy(recv, send, sendsBlocks(coll) ? block * size_t(nranks) : block);
+  if (coll == Coll::kReduceScatter) return {recv, recv + mine};
+  return {recv, recv};
+}
+
 std::string checkOutput(Coll coll, strataDataType_t dtype, strataRedOp_t op, int n, int rank,
                         int root, size_t count, const std::vector<const void*>& inputs,
                         const void* outPtr) {

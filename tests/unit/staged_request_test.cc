@@ -47,22 +47,9 @@ RankBuffers makeRank(Coll coll, strataDataType_t dtype, strataRedOp_t op, size_t
   r.count = count;
   r.root = root;
   r.inPlace = inPlace;
-  r.send = b.sendMem.data();
-  r.recv = b.recvMem.data();
-  if (inPlace) {
-    uint8_t* recv = b.recvMem.data();
-    if (coll == Coll::kAllGather) {
-      std::memcpy(recv + size_t(rank) * count * e, b.input.data(), count * e);
-      r.send = recv + size_t(rank) * count * e;
-    } else if (coll == Coll::kReduceScatter) {
-      std::memcpy(recv, b.input.data(), sendElems * e);
-      r.send = recv;
-      r.recv = recv + size_t(rank) * count * e;
-    } else {
-      std::memcpy(recv, b.input.data(), sendElems * e);
-      r.send = recv;
-    }
-  }
+  const test::CallArgs args = test::layOutCall(coll, count, e, rank, n, inPlace, b.sendMem.data(), b.recvMem.data());
+  r.send = args.send;
+  r.recv = args.recv;
   return b;
 }
 
