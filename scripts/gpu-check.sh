@@ -1,20 +1,33 @@
 #!/usr/bin/env bash
 # The GPU checks, for a machine with an NVIDIA GPU (the device tool's H100 or
 # H200; carry .gpu-deps from scripts/gpu-deps.sh there):
-#   1. builds strata with CUDA into build-gpu/;
-#   2. runs the GPU tier (ctest -L gpu): every kernel x dtype x op against the
-#      float64 reference and bit for bit against the kernel body on the CPU,
-#      stream ordering, the multi-tensor copy, and device-buffer collectives
-#      on 2, 3 and 4 ranks sharing the GPU; a skipped test is a failure here;
-#   3. compute-sanitizer memcheck and racecheck on a subset of the kernel tests;
-#   4. the kernel benchmark beside the device's own copy (strata-gpu-kernels);
-#   5. device-buffer collectives (strata-perf -G 1, ranks sharing the GPU),
-#      checked (-c 1) and timed;
-# and writes the report to docs/benchmarks/gpu.md (or $STRATA_GPU_REPORT;
-# $OUT/gpu.md too when the device tool's $OUT is set).
+#
+#   scripts/gpu-check.sh [tests] [bench] [torch]     (no argument: all three)
+#
+# Every run builds strata with CUDA into build-gpu/ (incrementally), then:
+#   tests: the GPU tier (ctest -L gpu): every kernel x dtype x op against the
+#          float64 reference and bit for bit against the kernel body on the
+#          CPU, stream ordering, the multi-tensor copy, and device-buffer
+#          collectives on 2, 3 and 4 ranks sharing the GPU; a skipped test is a
+#          failure here. Then compute-sanitizer memcheck and racecheck on a
+#          subset of the kernel tests.
+#   bench: the kernel benchmark beside the device's own copy
+#          (strata-gpu-kernels), and device-buffer collectives (strata-perf -G 1,
+#          ranks sharing the GPU), checked (-c 1) and timed.
+#   torch: strata_torch built against the machine's torch, and its CUDA tests
+#          (pytest -k cuda: every collective on CUDA tensors, ProcessGroupNCCL's
+#          stream rules, DDP and FSDP2, a dead peer).
+# Each part replaces its own section of the report, docs/benchmarks/gpu.md (or
+# $STRATA_GPU_REPORT), so parts run in separate calls add up to one report;
+# it is copied to $OUT/gpu.md too when the device tool's $OUT is set.
 # Exit 77 when no GPU is visible.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(tests bench torch)
+for part in "${parts[@]}"; do
+  case $part in tests|bench|torch) ;; *) echo "gpu-check: unknown part '$part' (tests, bench, torch)" >&2; exit 2;; esac
+done
 if ! nvidia-smi -L >/dev/null 2>&1; then
   echo "gpu-check: no NVIDIA GPU visible (nvidia-smi -L failed); run this on a GPU machine" >&2
   exit 77
@@ -34,82 +47,124 @@ step "build (build-gpu/)"
 cmake -S . -B build-gpu "${cmake_args[@]}" >"$log/configure.txt"
 cmake --build build-gpu --parallel "$(nproc)" >"$log/build.txt" || { tail -40 "$log/build.txt"; exit 1; }
 
-step "GPU tier (ctest -L gpu)"
 status=0
-ctest --test-dir build-gpu -L gpu --output-on-failure >"$log/ctest.txt" 2>&1 || status=1
-tail -5 "$log/ctest.txt" >&2
-if grep -q "Not Run\|Skipped" "$log/ctest.txt"; then
-  echo "gpu-check: GPU tests were skipped on a machine with a GPU" >&2
-  status=1
-fi
+machine="$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1); $(nproc) CPU cores; $(nvcc --version | tail -1 | sed 's/^Build //')"
 
-step "compute-sanitizer memcheck and racecheck"
-sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
-subset='CudaKernelStream.*:CudaMultiCopy.*'
-for c in float32_sum bfloat16_avg float16_max int8_prod uint64_min; do
-  subset+=":AllDtypesAndOps/CudaKernelTest.EveryCaseMatchesTheReference/$c"
-done
-for tool in memcheck racecheck; do
-  if [ -z "$sanitizer" ]; then
-    echo "compute-sanitizer not found" >"$log/$tool.txt"
+# section NAME: the report's section NAME becomes stdin (kept between markers).
+section() {
+  python3 scripts/report_section.py "$report" "$1" "# GPU checks and benchmarks (scripts/gpu-check.sh)"
+}
+
+run_tests() {
+  step "GPU tier (ctest -L gpu)"
+  ctest --test-dir build-gpu -L gpu --output-on-failure >"$log/ctest.txt" 2>&1 || status=1
+  tail -5 "$log/ctest.txt" >&2
+  if grep -q "Not Run\|Skipped" "$log/ctest.txt"; then
+    echo "gpu-check: GPU tests were skipped on a machine with a GPU" >&2
     status=1
-    continue
   fi
-  "$sanitizer" --tool "$tool" --error-exitcode 3 build-gpu/tests/gpu_tests --gtest_filter="$subset" \
-    >"$log/$tool.txt" 2>&1 || status=1
-  tail -3 "$log/$tool.txt" >&2
-done
-
-step "kernel benchmark (strata-gpu-kernels)"
-build-gpu/bench/strata-gpu-kernels -s 256 -r 20 -J "$log/kernels.json" >"$log/kernels.md" || status=1
-
-step "device-buffer collectives (strata-perf -G 1)"
-for np in 2 4; do
-  for coll in all_reduce reduce_scatter all_gather; do
-    build-gpu/bench/strata-perf "$coll" -np "$np" -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1 \
-      >"$log/perf_${coll}_${np}.txt" 2>&1 || status=1
+  step "compute-sanitizer memcheck and racecheck"
+  local sanitizer subset c tool
+  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+  subset='CudaKernelStream.*:CudaMultiCopy.*'
+  for c in float32_sum bfloat16_avg float16_max int8_prod uint64_min; do
+    subset+=":AllDtypesAndOps/CudaKernelTest.EveryCaseMatchesTheReference/$c"
   done
-done
-
-{
-  echo "# GPU checks and kernel benchmark"
-  echo
-  echo "Written by \`scripts/gpu-check.sh\` on $(date -u +%Y-%m-%d). Machine: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1);"
-  echo "$(nproc) CPU cores; $(nvcc --version | tail -1 | sed 's/^Build //')."
-  echo
-  echo "## GPU tests (\`ctest --test-dir build-gpu -L gpu\`)"
-  echo
-  echo '```'
-  grep -m 30 -E "tests passed|tests failed|\(Failed\)|\(Skipped\)|Total Test time" "$log/ctest.txt" || true
-  echo '```'
-  echo
-  echo "## compute-sanitizer (\`--gtest_filter=$subset\`)"
-  echo
   for tool in memcheck racecheck; do
-    echo "- $tool: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|not found" "$log/$tool.txt" | tail -n 1 || true)"
+    if [ -z "$sanitizer" ]; then
+      echo "compute-sanitizer not found" >"$log/$tool.txt"
+      status=1
+      continue
+    fi
+    "$sanitizer" --tool "$tool" --error-exitcode 3 build-gpu/tests/gpu_tests --gtest_filter="$subset" \
+      >"$log/$tool.txt" 2>&1 || status=1
+    tail -3 "$log/$tool.txt" >&2
   done
-  echo
-  echo "## Reduction kernel vs the device's own copy (\`build-gpu/bench/strata-gpu-kernels -s 256 -r 20\`)"
-  echo
-  cat "$log/kernels.md"
-  echo
-  echo "Target (issue 6): the reduction (two inputs, one output, float32 and bfloat16, 256 MiB) at >= 90% of"
-  echo "the device-to-device copy's bandwidth, both counting bytes read and written."
-  echo
-  echo "## Device-buffer collectives (\`strata-perf COLL -np N -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1\`)"
-  echo
-  echo "Ranks share the one GPU; each call is staged through pinned host memory and the host transports"
-  echo "(shared memory), so these figures measure that path, not NVLink."
-  for f in "$log"/perf_*.txt; do
+  {
+    echo "## GPU tests"
+    echo
+    echo "$(date -u +%Y-%m-%d), $machine."
+    echo
+    echo "\`ctest --test-dir build-gpu -L gpu\`:"
     echo
     echo '```'
-    cat "$f"
+    grep -m 30 -E "tests passed|tests failed|\(Failed\)|\(Skipped\)|Total Test time" "$log/ctest.txt" || true
     echo '```'
+    echo
+    echo "compute-sanitizer (\`--gtest_filter=$subset\`):"
+    echo
+    for tool in memcheck racecheck; do
+      echo "- $tool: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|not found" "$log/$tool.txt" | tail -n 1 || true)"
+    done
+  } | section tests
+}
+
+run_bench() {
+  step "kernel benchmark (strata-gpu-kernels)"
+  build-gpu/bench/strata-gpu-kernels -s 256 -r 20 -J "$log/kernels.json" >"$log/kernels.md" || status=1
+  step "device-buffer collectives (strata-perf -G 1)"
+  local np coll f
+  for np in 2 4; do
+    for coll in all_reduce reduce_scatter all_gather; do
+      build-gpu/bench/strata-perf "$coll" -np "$np" -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1 \
+        >"$log/perf_${coll}_${np}.txt" 2>&1 || status=1
+    done
   done
-} >"$report"
+  {
+    echo "## Benchmarks"
+    echo
+    echo "$(date -u +%Y-%m-%d), $machine."
+    echo
+    echo "### Reduction kernel vs the device's own copy (\`build-gpu/bench/strata-gpu-kernels -s 256 -r 20\`)"
+    echo
+    cat "$log/kernels.md"
+    echo
+    echo "Target (issue 6): the reduction (two inputs, one output, float32 and bfloat16, 256 MiB) at >= 90% of"
+    echo "the device-to-device copy's bandwidth, both counting bytes read and written."
+    echo
+    echo "### Device-buffer collectives (\`strata-perf COLL -np N -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1\`)"
+    echo
+    echo "Ranks share the one GPU; each call is staged through pinned host memory and the host transports"
+    echo "(shared memory), so these figures measure that path, not NVLink."
+    for f in "$log"/perf_*.txt; do
+      echo
+      echo '```'
+      cat "$f"
+      echo '```'
+    done
+  } | section bench
+}
+
+run_torch() {
+  step "strata_torch against this machine's torch, and its CUDA tests (pytest -k cuda)"
+  local python=${PYTHON:-python3}
+  STRATA_BUILD_DIR=build-gpu MAX_JOBS=$(nproc) "$python" -m pip install -q --no-build-isolation --no-deps \
+    --disable-pip-version-check ./plugins/torch >"$log/torch_build.txt" 2>&1 || { tail -30 "$log/torch_build.txt"; status=1; return; }
+  (cd plugins/torch/tests && "$python" -m pytest test_backend.py -k cuda -rs -q -p no:cacheprovider) \
+    >"$log/torch_tests.txt" 2>&1 || status=1
+  tail -5 "$log/torch_tests.txt" >&2
+  if grep -qi "skipped" "$log/torch_tests.txt"; then
+    echo "gpu-check: strata_torch CUDA tests were skipped on a machine with a GPU" >&2
+    status=1
+  fi
+  {
+    echo "## strata_torch on CUDA tensors"
+    echo
+    echo "$(date -u +%Y-%m-%d), $machine; torch $("$python" -c 'import torch; print(torch.__version__)')."
+    echo
+    echo "\`pytest plugins/torch/tests/test_backend.py -k cuda\`:"
+    echo
+    echo '```'
+    grep -E "passed|failed|error|PASSED|FAILED|SKIPPED" "$log/torch_tests.txt" | tail -20 || true
+    echo '```'
+  } | section torch
+}
+
+for part in "${parts[@]}"; do "run_$part"; done
 if [ -n "${OUT:-}" ]; then
   cp "$report" "$OUT/gpu.md"
-  cp "$log"/*.txt "$log/kernels.json" "$OUT/" 2>/dev/null || true
+  cp "$log"/*.txt "$OUT/" 2>/dev/null || true
+  cp "$log"/*.json "$OUT/" 2>/dev/null || true
 fi
 step "report: $report (status $status)"
 exit $status

@@ -34,7 +34,21 @@ def libstrata():
     shutil.copyfile(lib, os.path.join(PACKAGE, "libstrata.so.0"))  # the file, not the symlink
 
 
+def cuda_build_options():
+    """Compiles the CUDA stream lookup directly (stream_order.cc) when torch was
+    built with CUDA and the toolkit's headers are here; otherwise the plugin
+    uses torch's device-generic Stream::native_handle()."""
+    import torch
+    from torch.utils.cpp_extension import CUDA_HOME
+    header = os.path.join(CUDA_HOME or "", "include", "cuda_runtime_api.h")
+    if not torch.version.cuda or not CUDA_HOME or not os.path.exists(header):
+        return {}
+    return {"define_macros": [("STRATA_TORCH_CUDA", "1")], "include_dirs": [os.path.join(CUDA_HOME, "include")],
+            "libraries": ["c10_cuda"]}
+
+
 libstrata()
+cuda = cuda_build_options()
 setup(
     name="strata_torch",
     version="0.1.0",
@@ -45,9 +59,10 @@ setup(
         CppExtension(
             "strata_torch._C",
             sorted(os.path.join("csrc", f) for f in os.listdir(os.path.join(HERE, "csrc")) if f.endswith(".cc")),
-            include_dirs=[os.path.join(ROOT, "include"), os.path.join(HERE, "csrc")],
+            include_dirs=[os.path.join(ROOT, "include"), os.path.join(HERE, "csrc")] + cuda.get("include_dirs", []),
+            define_macros=cuda.get("define_macros", []),
             library_dirs=[PACKAGE],
-            libraries=[":libstrata.so.0"],
+            libraries=[":libstrata.so.0"] + cuda.get("libraries", []),
             extra_compile_args=["-O2", "-Wall", "-Wno-unused-parameter"],
             extra_link_args=["-Wl,-rpath,$ORIGIN"],
         )

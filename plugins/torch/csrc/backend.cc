@@ -74,6 +74,7 @@ StrataBackend::StrataBackend(const c10::intrusive_ptr<c10d::Store>& store, int r
     C10_THROW_ERROR(DistBackendError, std::string("strata: creating the communicator (rank ") +
                                           std::to_string(rank) + " of " + std::to_string(size) +
                                           ") failed: " + strataGetLastError(nullptr));
+  link_ = std::make_shared<CommLink>(comm_);
   queue_ = std::make_unique<OpQueue>([this](Batch& b) { run(b); }, overlapOperations());
 }
 
@@ -81,12 +82,14 @@ StrataBackend::~StrataBackend() { shutdown(); }
 
 void StrataBackend::shutdown() {
   if (queue_) queue_->stop("strata: the process group was shut down before this operation ran");
+  if (link_) link_->cut();
   if (comm_) strataCommDestroy(comm_);
   comm_ = nullptr;
 }
 
 void StrataBackend::abort() {
   if (queue_) queue_->stop("strata: the process group was aborted before this operation ran");
+  if (link_) link_->cut();
   if (comm_) strataCommAbort(comm_);
   comm_ = nullptr;
 }
@@ -111,33 +114,40 @@ c10::intrusive_ptr<c10d::Backend::Options> StrataBackend::getBackendOptions() {
 void StrataBackend::startCoalescing() {
   TORCH_CHECK(!coalescing_, "strata: startCoalescing called twice without endCoalescing");
   coalescing_ = true;
-  coalesced_ = Batch{{}, c10::make_intrusive<StrataWork>(rank_, c10d::OpType::COALESCED)};
+  coalesced_ = Batch{{}, c10::make_intrusive<StrataWork>(rank_, c10d::OpType::COALESCED, link_)};
 }
 
 c10::intrusive_ptr<c10d::Work> StrataBackend::endCoalescing() {
   TORCH_CHECK(coalescing_, "strata: endCoalescing called without startCoalescing");
   coalescing_ = false;
   auto work = coalesced_.work;
-  queue_->push(std::move(coalesced_));
+  if (!work->placed()) work->runsOn(std::nullopt);  // nothing was added
+  queue_->push(std::move(coalesced_), /*callerWaits=*/work->stream().has_value());
   coalesced_ = Batch{};
   return work;
 }
 
 c10::intrusive_ptr<c10d::Work> StrataBackend::submit(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                                     std::vector<OpSteps> ops, bool waits, int sourceRank) {
+                                                     std::vector<OpSteps> ops, bool waits, const DeviceCall& call,
+                                                     int sourceRank) {
   TORCH_CHECK(comm_, "strata: the process group was shut down or aborted");
   if (coalescing_) {
+    coalesced_.work->runsOn(call.stream());
     for (OpSteps& op : ops) coalesced_.ops.push_back(std::move(op));
     coalesced_.work->addOutputs(outputs);
     return coalesced_.work;
   }
-  auto work = c10::make_intrusive<StrataWork>(rank_, type, sourceRank);
+  auto work = c10::make_intrusive<StrataWork>(rank_, type, link_, sourceRank);
+  work->runsOn(call.stream());
   work->addOutputs(outputs);
-  queue_->push(Batch{std::move(ops), work}, waits);
+  queue_->push(Batch{std::move(ops), work}, waits || call.stream().has_value());
   return work;
 }
 
 void StrataBackend::run(Batch& batch) {
+  std::optional<c10::StreamGuard> onComm;
+  if (batch.work->stream()) onComm.emplace(*batch.work->stream());
+  stream_ = batch.work->stream() ? cudaStreamOf(*batch.work->stream()) : nullptr;
   for (OpSteps& op : batch.ops)
     if (op.before) op.before();
   if (batch.ops.size() == 1) {

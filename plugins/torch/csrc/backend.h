@@ -2,7 +2,9 @@
 // communicator. Every method checks its arguments on the caller's thread,
 // then queues the operation for the backend's worker thread and returns a
 // Work at once; strata errors surface as DistBackendError carrying strata's
-// last-error sentence.
+// last-error sentence. Operations on CUDA tensors are enqueued on the
+// backend's communication stream, ordered after the caller's current stream
+// (stream_order.h).
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -11,6 +13,7 @@
 #include <memory>
 
 #include "op_queue.h"
+#include "stream_order.h"
 #include "tensor_args.h"
 
 namespace strata_torch {
@@ -92,10 +95,14 @@ class StrataBackend : public c10d::Backend {
 
  private:
   // Queues one operation (or adds it to the open coalesced batch); `outputs`
-  // complete the Work's future.
+  // complete the Work's future. An operation on CUDA tensors (call.stream())
+  // is enqueued at once on the caller's thread unless earlier operations are
+  // still queued: the caller only waits for the enqueueing.
   c10::intrusive_ptr<c10d::Work> submit(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                        std::vector<OpSteps> ops, bool waits, int sourceRank = -1);
-  // Runs a batch on the worker thread.
+                                        std::vector<OpSteps> ops, bool waits, const DeviceCall& call,
+                                        int sourceRank = -1);
+  // Runs a batch on the worker thread (or the caller's), with its
+  // communication stream current when it is on CUDA tensors.
   void run(Batch& batch);
   // Raises DistBackendError with strata's sentence unless rc is strataSuccess.
   void check(strataResult_t rc, const char* call) const;
@@ -106,6 +113,11 @@ class StrataBackend : public c10d::Backend {
   OpSteps reduceScatterSteps(const at::Tensor& output, const at::Tensor& input, const Reduction& r);
 
   strataComm_t comm_ = nullptr;
+  std::shared_ptr<CommLink> link_;  // comm_ as Work objects reach it
+  CommStreams streams_;
+  // The running batch's communication stream (a cudaStream_t), for strata's
+  // stream argument; null for CPU tensors. One batch runs at a time.
+  strataStream_t stream_ = nullptr;
   std::chrono::milliseconds timeout_;
   std::unique_ptr<OpQueue> queue_;
   bool coalescing_ = false;

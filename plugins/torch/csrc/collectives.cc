@@ -4,8 +4,6 @@
 // the all-to-alls with lists or uneven splits are strata send/receive groups.
 #include <c10/util/Exception.h>
 
-#include <cstring>
-
 #include "backend.h"
 
 namespace strata_torch {
@@ -40,6 +38,7 @@ void unpack(const at::Tensor& flat, const std::vector<at::Tensor>& parts) {
 
 c10::intrusive_ptr<Work> StrataBackend::broadcast(std::vector<at::Tensor>& tensors,
                                                   const c10d::BroadcastOptions& opts) {
+  DeviceCall call(streams_, tensors, "broadcast");
   at::Tensor t = singleTensor(tensors, "broadcast");
   checkPeer(int(opts.rootRank), "broadcast", "root");
   auto dtype = strataTypeOf(t.scalar_type(), "broadcast");
@@ -47,9 +46,9 @@ c10::intrusive_ptr<Work> StrataBackend::broadcast(std::vector<at::Tensor>& tenso
   int root = int(opts.rootRank);
   return submit(OpType::BROADCAST, {t},
                 {OpSteps{nullptr,
-                         [=, this] { check(strataBroadcast(s.data(), s.data(), s.count(), dtype, root, comm_, nullptr),
+                         [=, this] { check(strataBroadcast(s.data(), s.data(), s.count(), dtype, root, comm_, stream_),
                                      "strataBroadcast"); },
-                         [=, this] { s.writeBack(); }}}, callerWaits(opts, 0));
+                         [=, this] { s.writeBack(); }}}, callerWaits(opts, 0), call);
 }
 
 OpSteps StrataBackend::allReduceSteps(const at::Tensor& t, const Reduction& r, strataDataType_t dtype) {
@@ -57,22 +56,24 @@ OpSteps StrataBackend::allReduceSteps(const at::Tensor& t, const Reduction& r, s
   return OpSteps{[=, this] {
                    if (r.premultiply) s.buffer.copy_(r.scaled(s.buffer));
                  },
-                 [=, this] { check(strataAllReduce(s.data(), s.data(), s.count(), dtype, r.op, comm_, nullptr),
+                 [=, this] { check(strataAllReduce(s.data(), s.data(), s.count(), dtype, r.op, comm_, stream_),
                              "strataAllReduce"); },
                  [=, this] { s.writeBack(); }};
 }
 
 c10::intrusive_ptr<Work> StrataBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                   const c10d::AllreduceOptions& opts) {
+  DeviceCall call(streams_, tensors, "allreduce");
   at::Tensor t = singleTensor(tensors, "allreduce");
   TORCH_CHECK_VALUE(!opts.sparseIndices.has_value(), "strata allreduce: sparse tensors are not supported");
   auto dtype = strataTypeOf(t.scalar_type(), "allreduce");
   Reduction r = reductionOf(opts.reduceOp, t.scalar_type(), "allreduce");
-  return submit(OpType::ALLREDUCE, {t}, {allReduceSteps(t, r, dtype)}, callerWaits(opts, 0));
+  return submit(OpType::ALLREDUCE, {t}, {allReduceSteps(t, r, dtype)}, callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                             const c10d::AllreduceCoalescedOptions& opts) {
+  DeviceCall call(streams_, tensors, "allreduce_coalesced");
   TORCH_CHECK_VALUE(!tensors.empty(), "strata allreduce_coalesced: no tensors given");
   for (const at::Tensor& t : tensors) {
     checkTensor(t, "allreduce_coalesced");
@@ -86,10 +87,11 @@ c10::intrusive_ptr<Work> StrataBackend::allreduce_coalesced(std::vector<at::Tens
   // collective over the tensors where they lie (src/fusion).
   std::vector<OpSteps> ops;
   for (const at::Tensor& t : tensors) ops.push_back(allReduceSteps(t, r, dtype));
-  return submit(OpType::ALLREDUCE_COALESCED, tensors, std::move(ops), callerWaits(opts, 0));
+  return submit(OpType::ALLREDUCE_COALESCED, tensors, std::move(ops), callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
+  DeviceCall call(streams_, tensors, "reduce");
   at::Tensor t = singleTensor(tensors, "reduce");
   checkPeer(int(opts.rootRank), "reduce", "root");
   auto dtype = strataTypeOf(t.scalar_type(), "reduce");
@@ -103,17 +105,18 @@ c10::intrusive_ptr<Work> StrataBackend::reduce(std::vector<at::Tensor>& tensors,
                 {OpSteps{[=, this] { *send = r.premultiply ? r.scaled(s.buffer) : s.buffer; },
                          [=, this] {
                            check(strataReduce(send->data_ptr(), s.data(), s.count(), dtype, r.op, root, comm_,
-                                              nullptr),
+                                              stream_),
                                  "strataReduce");
                          },
                          [=, this] {
                            if (isRoot) s.writeBack();
-                         }}}, callerWaits(opts, 0));
+                         }}}, callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                   std::vector<at::Tensor>& inputs,
                                                   const c10d::AllgatherOptions& opts) {
+  DeviceCall call(streams_, tensorsOf(outputs, inputs), "allgather");
   at::Tensor in = singleTensor(inputs, "allgather");
   TORCH_CHECK_VALUE(outputs.size() == 1 && outputs[0].size() == size_t(size_),
                     "strata allgather: expects one list of ", size_, " output tensors");
@@ -125,10 +128,10 @@ c10::intrusive_ptr<Work> StrataBackend::allgather(std::vector<std::vector<at::Te
   return submit(OpType::ALLGATHER, outs,
                 {OpSteps{[=, this] { *flat = at::empty({int64_t(size_) * in.numel()}, in.options()); },
                          [=, this] {
-                           check(strataAllGather(s.data(), flat->data_ptr(), s.count(), dtype, comm_, nullptr),
+                           check(strataAllGather(s.data(), flat->data_ptr(), s.count(), dtype, comm_, stream_),
                                  "strataAllGather");
                          },
-                         [=, this] { unpack(*flat, outs); }}}, callerWaits(opts, 0));
+                         [=, this] { unpack(*flat, outs); }}}, callerWaits(opts, 0), call);
 }
 
 OpSteps StrataBackend::allGatherSteps(const at::Tensor& output, const at::Tensor& input) {
@@ -141,29 +144,32 @@ OpSteps StrataBackend::allGatherSteps(const at::Tensor& output, const at::Tensor
   auto dtype = strataTypeOf(input.scalar_type(), "allgather_into_tensor");
   Staged in(input), out(output);
   return OpSteps{nullptr,
-                 [=, this] { check(strataAllGather(in.data(), out.data(), in.count(), dtype, comm_, nullptr),
+                 [=, this] { check(strataAllGather(in.data(), out.data(), in.count(), dtype, comm_, stream_),
                              "strataAllGather"); },
                  [=, this] { out.writeBack(); }};
 }
 
 c10::intrusive_ptr<Work> StrataBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                         const c10d::AllgatherOptions& opts) {
-  return submit(OpType::_ALLGATHER_BASE, {output}, {allGatherSteps(output, input)}, callerWaits(opts, 0));
+  DeviceCall call(streams_, tensorsOf(output, input), "allgather_into_tensor");
+  return submit(OpType::_ALLGATHER_BASE, {output}, {allGatherSteps(output, input)}, callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                         std::vector<at::Tensor>& inputs,
                                                                         const c10d::AllgatherOptions& opts) {
+  DeviceCall call(streams_, tensorsOf(outputs, inputs), "allgather_into_tensor");
   TORCH_CHECK_VALUE(outputs.size() == inputs.size(), "strata allgather_into_tensor_coalesced: ", outputs.size(),
                     " outputs for ", inputs.size(), " inputs");
   std::vector<OpSteps> ops;
   for (size_t i = 0; i < inputs.size(); ++i) ops.push_back(allGatherSteps(outputs[i], inputs[i]));
-  return submit(OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs, std::move(ops), callerWaits(opts, 0));
+  return submit(OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs, std::move(ops), callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
                                                             std::vector<at::Tensor>& inputs,
                                                             const c10d::AllgatherOptions& opts) {
+  DeviceCall call(streams_, tensorsOf(outputs, inputs), "allgather_coalesced");
   TORCH_CHECK_VALUE(outputs.size() == size_t(size_), "strata allgather_coalesced: expects ", size_,
                     " output lists (one per rank), got ", outputs.size());
   for (const auto& list : outputs) {
@@ -188,14 +194,15 @@ c10::intrusive_ptr<Work> StrataBackend::allgather_coalesced(std::vector<std::vec
                          },
                          [=, this] {
                            check(strataAllGather(send->data_ptr(), recv->data_ptr(), size_t(per), dtype, comm_,
-                                                 nullptr),
+                                                 stream_),
                                  "strataAllGather");
                          },
-                         [=, this] { unpack(*recv, outs); }}}, callerWaits(opts, 0));
+                         [=, this] { unpack(*recv, outs); }}}, callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) {
+  DeviceCall call(streams_, tensorsOf(outputs, inputs), "gather");
   at::Tensor in = singleTensor(inputs, "gather");
   checkPeer(int(opts.rootRank), "gather", "root");
   const int root = int(opts.rootRank);
@@ -219,22 +226,23 @@ c10::intrusive_ptr<Work> StrataBackend::gather(std::vector<std::vector<at::Tenso
                          [=, this] {
                            check(strataGroupStart(), "strataGroupStart");
                            if (me != root) {
-                             strataSend(s.data(), s.count(), dtype, root, comm_, nullptr);
+                             strataSend(s.data(), s.count(), dtype, root, comm_, stream_);
                            } else {
                              for (int p = 0; p < n; ++p)
-                               if (p != root) strataRecv(staged[size_t(p)].data(), s.count(), dtype, p, comm_, nullptr);
+                               if (p != root) strataRecv(staged[size_t(p)].data(), s.count(), dtype, p, comm_, stream_);
                            }
                            check(strataGroupEnd(), "gather (strataGroupEnd)");
                            if (me == root) staged[size_t(root)].buffer.copy_(s.buffer.view(staged[size_t(root)].buffer.sizes()));
                          },
                          [=, this] {
                            for (const Staged& o : staged) o.writeBack();
-                         }}}, callerWaits(opts, 0));
+                         }}}, callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::scatter(std::vector<at::Tensor>& outputs,
                                                 std::vector<std::vector<at::Tensor>>& inputs,
                                                 const c10d::ScatterOptions& opts) {
+  DeviceCall call(streams_, tensorsOf(outputs, inputs), "scatter");
   at::Tensor out = singleTensor(outputs, "scatter");
   checkPeer(int(opts.rootRank), "scatter", "root");
   const int root = int(opts.rootRank);
@@ -258,20 +266,21 @@ c10::intrusive_ptr<Work> StrataBackend::scatter(std::vector<at::Tensor>& outputs
                          [=, this] {
                            check(strataGroupStart(), "strataGroupStart");
                            if (me != root) {
-                             strataRecv(s.data(), s.count(), dtype, root, comm_, nullptr);
+                             strataRecv(s.data(), s.count(), dtype, root, comm_, stream_);
                            } else {
                              for (int p = 0; p < n; ++p)
-                               if (p != root) strataSend(staged[size_t(p)].data(), s.count(), dtype, p, comm_, nullptr);
+                               if (p != root) strataSend(staged[size_t(p)].data(), s.count(), dtype, p, comm_, stream_);
                            }
                            check(strataGroupEnd(), "scatter (strataGroupEnd)");
                            if (me == root) s.buffer.copy_(staged[size_t(root)].buffer.view(s.buffer.sizes()));
                          },
-                         [=, this] { s.writeBack(); }}}, callerWaits(opts, 0));
+                         [=, this] { s.writeBack(); }}}, callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
                                                        std::vector<std::vector<at::Tensor>>& inputs,
                                                        const c10d::ReduceScatterOptions& opts) {
+  DeviceCall call(streams_, tensorsOf(outputs, inputs), "reduce_scatter");
   at::Tensor out = singleTensor(outputs, "reduce_scatter");
   TORCH_CHECK_VALUE(inputs.size() == 1 && inputs[0].size() == size_t(size_),
                     "strata reduce_scatter: expects one list of ", size_, " input tensors");
@@ -285,10 +294,10 @@ c10::intrusive_ptr<Work> StrataBackend::reduce_scatter(std::vector<at::Tensor>& 
                 {OpSteps{[=, this] { *flat = r.premultiply ? r.scaled(packed(ins)) : packed(ins); },
                          [=, this] {
                            check(strataReduceScatter(flat->data_ptr(), s.data(), s.count(), dtype, r.op, comm_,
-                                                     nullptr),
+                                                     stream_),
                                  "strataReduceScatter");
                          },
-                         [=, this] { s.writeBack(); }}}, callerWaits(opts, 0));
+                         [=, this] { s.writeBack(); }}}, callerWaits(opts, 0), call);
 }
 
 OpSteps StrataBackend::reduceScatterSteps(const at::Tensor& output, const at::Tensor& input, const Reduction& r) {
@@ -303,7 +312,7 @@ OpSteps StrataBackend::reduceScatterSteps(const at::Tensor& output, const at::Te
   auto send = std::make_shared<at::Tensor>();
   return OpSteps{[=, this] { *send = r.premultiply ? r.scaled(in.buffer) : in.buffer; },
                  [=, this] {
-                   check(strataReduceScatter(send->data_ptr(), out.data(), out.count(), dtype, r.op, comm_, nullptr),
+                   check(strataReduceScatter(send->data_ptr(), out.data(), out.count(), dtype, r.op, comm_, stream_),
                          "strataReduceScatter");
                  },
                  [=, this] { out.writeBack(); }};
@@ -311,26 +320,29 @@ OpSteps StrataBackend::reduceScatterSteps(const at::Tensor& output, const at::Te
 
 c10::intrusive_ptr<Work> StrataBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                              const c10d::ReduceScatterOptions& opts) {
+  DeviceCall call(streams_, tensorsOf(output, input), "reduce_scatter_tensor");
   Reduction r = reductionOf(opts.reduceOp, input.scalar_type(), "reduce_scatter_tensor");
-  return submit(OpType::_REDUCE_SCATTER_BASE, {output}, {reduceScatterSteps(output, input, r)}, callerWaits(opts, 0));
+  return submit(OpType::_REDUCE_SCATTER_BASE, {output}, {reduceScatterSteps(output, input, r)}, callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                         std::vector<at::Tensor>& inputs,
                                                                         const c10d::ReduceScatterOptions& opts) {
+  DeviceCall call(streams_, tensorsOf(outputs, inputs), "reduce_scatter_tensor");
   TORCH_CHECK_VALUE(outputs.size() == inputs.size(), "strata reduce_scatter_tensor_coalesced: ", outputs.size(),
                     " outputs for ", inputs.size(), " inputs");
   std::vector<OpSteps> ops;
   for (size_t i = 0; i < inputs.size(); ++i)
     ops.push_back(reduceScatterSteps(outputs[i], inputs[i],
                                      reductionOf(opts.reduceOp, inputs[i].scalar_type(), "reduce_scatter_tensor")));
-  return submit(OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, std::move(ops), callerWaits(opts, 0));
+  return submit(OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, std::move(ops), callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
                                                       std::vector<int64_t>& outputSplitSizes,
                                                       std::vector<int64_t>& inputSplitSizes,
                                                       const c10d::AllToAllOptions& opts) {
+  DeviceCall call(streams_, tensorsOf(output, input), "all_to_all_single");
   checkTensor(input, "all_to_all_single");
   checkTensor(output, "all_to_all_single");
   TORCH_CHECK_VALUE(output.scalar_type() == input.scalar_type(), "strata all_to_all_single: output dtype ",
@@ -345,9 +357,9 @@ c10::intrusive_ptr<Work> StrataBackend::alltoall_base(at::Tensor& output, at::Te
     return submit(OpType::ALLTOALL_BASE, {output},
                   {OpSteps{nullptr,
                            [=, this] { check(strataAllToAll(in.data(), out.data(), in.count() / size_t(n), dtype, comm_,
-                                                      nullptr),
+                                                      stream_),
                                        "strataAllToAll"); },
-                           [=, this] { out.writeBack(); }}}, callerWaits(opts, 0));
+                           [=, this] { out.writeBack(); }}}, callerWaits(opts, 0), call);
   }
   // Uneven splits along dim 0: one send and one receive per peer, in one group.
   auto splitsOf = [&](const std::vector<int64_t>& given, const at::Tensor& t, const char* which) {
@@ -384,23 +396,26 @@ c10::intrusive_ptr<Work> StrataBackend::alltoall_base(at::Tensor& output, at::Te
                              sendOff[size_t(p)] = sendOff[size_t(p - 1)] + size_t(sendRows[size_t(p - 1)] * inRow);
                              recvOff[size_t(p)] = recvOff[size_t(p - 1)] + size_t(recvRows[size_t(p - 1)] * inRow);
                            }
-                           std::memcpy(dst + recvOff[size_t(me)] * esize, src + sendOff[size_t(me)] * esize,
-                                       size_t(sendRows[size_t(me)] * inRow) * esize);
+                           // This rank's own rows: a copy on the tensors' device (and stream).
+                           const int64_t own = sendRows[size_t(me)] * inRow;
+                           out.buffer.view({-1}).narrow(0, int64_t(recvOff[size_t(me)]), own)
+                               .copy_(in.buffer.view({-1}).narrow(0, int64_t(sendOff[size_t(me)]), own));
                            check(strataGroupStart(), "strataGroupStart");
                            for (int p = 0; p < n; ++p) {
                              if (p == me) continue;
                              strataSend(src + sendOff[size_t(p)] * esize, size_t(sendRows[size_t(p)] * inRow), dtype,
-                                        p, comm_, nullptr);
+                                        p, comm_, stream_);
                              strataRecv(dst + recvOff[size_t(p)] * esize, size_t(recvRows[size_t(p)] * inRow), dtype,
-                                        p, comm_, nullptr);
+                                        p, comm_, stream_);
                            }
                            check(strataGroupEnd(), "all_to_all_single (strataGroupEnd)");
                          },
-                         [=, this] { out.writeBack(); }}}, callerWaits(opts, 0));
+                         [=, this] { out.writeBack(); }}}, callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
                                                  const c10d::AllToAllOptions& opts) {
+  DeviceCall call(streams_, tensorsOf(outputs, inputs), "all_to_all");
   TORCH_CHECK_VALUE(outputs.size() == size_t(size_) && inputs.size() == size_t(size_),
                     "strata all_to_all: expects ", size_, " input and ", size_, " output tensors, got ",
                     inputs.size(), " and ", outputs.size());
@@ -425,66 +440,73 @@ c10::intrusive_ptr<Work> StrataBackend::alltoall(std::vector<at::Tensor>& output
                            check(strataGroupStart(), "strataGroupStart");
                            for (int p = 0; p < n; ++p) {
                              if (p == me) continue;
-                             strataSend(ins[size_t(p)].data(), ins[size_t(p)].count(), dtype, p, comm_, nullptr);
-                             strataRecv(outs[size_t(p)].data(), outs[size_t(p)].count(), dtype, p, comm_, nullptr);
+                             strataSend(ins[size_t(p)].data(), ins[size_t(p)].count(), dtype, p, comm_, stream_);
+                             strataRecv(outs[size_t(p)].data(), outs[size_t(p)].count(), dtype, p, comm_, stream_);
                            }
                            check(strataGroupEnd(), "all_to_all (strataGroupEnd)");
                          },
                          [=, this] {
                            for (const Staged& o : outs) o.writeBack();
-                         }}}, callerWaits(opts, 0));
+                         }}}, callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::send(std::vector<at::Tensor>& tensors, int dstRank, int tag) {
+  DeviceCall call(streams_, tensors, "send");
   at::Tensor t = singleTensor(tensors, "send");
   checkPeer(dstRank, "send", "destination");
   TORCH_CHECK_VALUE(dstRank != rank_, "strata send: a rank cannot send to itself");
   auto dtype = strataTypeOf(t.scalar_type(), "send");
   Staged s(t);
   return submit(OpType::SEND, {t},
-                {OpSteps{nullptr, [=, this] { check(strataSend(s.data(), s.count(), dtype, dstRank, comm_, nullptr),
+                {OpSteps{nullptr, [=, this] { check(strataSend(s.data(), s.count(), dtype, dstRank, comm_, stream_),
                                               "strataSend"); },
                          nullptr}},
-                false);
+                false, call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) {
+  DeviceCall call(streams_, tensors, "recv");
   at::Tensor t = singleTensor(tensors, "recv");
   checkPeer(srcRank, "recv", "source");
   TORCH_CHECK_VALUE(srcRank != rank_, "strata recv: a rank cannot receive from itself");
   auto dtype = strataTypeOf(t.scalar_type(), "recv");
   Staged s(t);
   return submit(OpType::RECV, {t},
-                {OpSteps{nullptr, [=, this] { check(strataRecv(s.data(), s.count(), dtype, srcRank, comm_, nullptr),
+                {OpSteps{nullptr, [=, this] { check(strataRecv(s.data(), s.count(), dtype, srcRank, comm_, stream_),
                                               "strataRecv"); },
                          [=, this] { s.writeBack(); }}},
-                false, srcRank);
+                false, call, srcRank);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  DeviceCall call(streams_, tensors, "recvAnysource");
   at::Tensor t = singleTensor(tensors, "recv");
   TORCH_CHECK_VALUE(!coalescing_, "strata recv: a receive from any rank (src=None) cannot be part of a "
                                   "coalesced batch; name the source rank");
+  TORCH_CHECK_VALUE(t.device().is_cpu(), "strata recv: a receive from any rank (src=None) takes CPU tensors only "
+                                         "(a device operation must know its sender when it is enqueued); name the "
+                                         "source rank");
   auto dtype = strataTypeOf(t.scalar_type(), "recv");
   Staged s(t);
   auto source = std::make_shared<std::atomic<int>>(-1);
   auto work = submit(OpType::RECVANYSOURCE, {t},
                      {OpSteps{nullptr, [=, this] {
                                 int from = -1;
-                                check(strataRecvAny(s.data(), s.count(), dtype, &from, comm_, nullptr),
+                                check(strataRecvAny(s.data(), s.count(), dtype, &from, comm_, stream_),
                                       "strataRecvAny");
                                 source->store(from);
                               },
                               [=, this] { s.writeBack(); }}},
-                     false);
+                     false, call);
   static_cast<StrataWork*>(work.get())->useSourceCell(source);
   return work;
 }
 
 c10::intrusive_ptr<Work> StrataBackend::barrier(const c10d::BarrierOptions& opts) {
+  DeviceCall call(streams_, {}, "barrier");
   return submit(OpType::BARRIER, {},
-                {OpSteps{nullptr, [=, this] { check(strataBarrier(comm_, nullptr), "strataBarrier"); }, nullptr}},
-                callerWaits(opts, 0));
+                {OpSteps{nullptr, [=, this] { check(strataBarrier(comm_, stream_), "strataBarrier"); }, nullptr}},
+                callerWaits(opts, 0), call);
 }
 
 }  // namespace strata_torch

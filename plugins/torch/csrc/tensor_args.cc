@@ -25,7 +25,7 @@ strataDataType_t strataTypeOf(at::ScalarType type, const char* method) {
 }
 
 at::Tensor Reduction::scaled(const at::Tensor& input) const {
-  if (tensorFactor.defined()) return input * tensorFactor.to(input.scalar_type());
+  if (tensorFactor.defined()) return input * tensorFactor.to(input.device(), input.scalar_type());
   return input * factor;
 }
 
@@ -49,7 +49,7 @@ Reduction reductionOf(const c10d::ReduceOp& op, at::ScalarType type, const char*
       r.op = strataSum;
       r.premultiply = true;
       r.factor = supplement->double_factor;
-      if (supplement->tensor_factor.defined()) r.tensorFactor = supplement->tensor_factor.to(at::kCPU);
+      if (supplement->tensor_factor.defined()) r.tensorFactor = supplement->tensor_factor;
       break;
     }
     default:
@@ -63,9 +63,8 @@ void checkTensor(const at::Tensor& t, const char* method) {
   TORCH_CHECK_VALUE(t.defined(), "strata ", method, ": a tensor argument is undefined");
   TORCH_CHECK_VALUE(t.layout() == at::kStrided, "strata ", method, ": only dense tensors are supported, got ",
                     t.layout());
-  TORCH_CHECK_VALUE(t.device().is_cpu(), "strata ", method, ": tensors on ", t.device(),
-                    " are not supported yet; strata's backend takes CPU tensors (use "
-                    "\"cpu:strata,cuda:nccl\" for CUDA tensors)");
+  TORCH_CHECK_VALUE(t.device().is_cpu() || t.device().is_cuda(), "strata ", method, ": tensors on ", t.device(),
+                    " are not supported; strata takes CPU and CUDA tensors");
 }
 
 at::Tensor singleTensor(const std::vector<at::Tensor>& tensors, const char* method) {

@@ -1,5 +1,5 @@
 // Turning torch's arguments into strata's: dtypes, reduction operators,
-// and tensors that strata can read and write as one contiguous host buffer.
+// and tensors that strata can read and write as one contiguous buffer.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -27,7 +27,7 @@ struct Reduction {
 };
 Reduction reductionOf(const c10d::ReduceOp& op, at::ScalarType type, const char* method);
 
-// Raises unless the tensor is a dense CPU tensor.
+// Raises unless the tensor is a dense CPU or CUDA tensor.
 void checkTensor(const at::Tensor& t, const char* method);
 // Raises unless exactly one tensor was given; returns it, checked.
 at::Tensor singleTensor(const std::vector<at::Tensor>& tensors, const char* method);

@@ -1,28 +1,83 @@
 #include "work.h"
 
 #include <ATen/core/ivalue.h>
+#include <c10/core/StreamGuard.h>
 #include <c10/util/Exception.h>
+
+#include <thread>
+
+#include "stream_order.h"
 
 namespace strata_torch {
 
-StrataWork::StrataWork(int rank, c10d::OpType type, int sourceRank)
-    : c10d::Work(rank, type),
-      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
-      sourceRank_(sourceRank) {}
+namespace {
+
+std::exception_ptr distBackendError(const std::string& what) {
+  try {
+    C10_THROW_ERROR(DistBackendError, what);
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
+}  // namespace
+
+std::string CommLink::failure() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!comm_) return "";
+  strataResult_t async = strataSuccess;
+  if (strataCommGetAsyncError(comm_, &async) != strataSuccess || async == strataSuccess) return "";
+  return std::string("strata: the communicator failed (") + strataGetErrorString(async) +
+         "): " + strataGetLastError(comm_);
+}
+
+void CommLink::cut() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  comm_ = nullptr;
+}
+
+StrataWork::StrataWork(int rank, c10d::OpType type, std::shared_ptr<CommLink> link, int sourceRank)
+    : c10d::Work(rank, type), sourceRank_(sourceRank), link_(std::move(link)) {}
+
+void StrataWork::runsOn(const std::optional<c10::Stream>& stream) {
+  const c10::Device device = stream ? stream->device() : c10::Device(c10::kCPU);
+  if (future_.defined()) {
+    const c10::Device placed = stream_ ? stream_->device() : c10::Device(c10::kCPU);
+    TORCH_CHECK_VALUE(placed == device, "strata: a coalesced batch must stay on one device; it began on ", placed,
+                      " and this operation is on ", device);
+    return;
+  }
+  std::vector<c10::Device> devices;
+  if (stream) {
+    devices.push_back(device);
+    stream_ = stream;
+    endEvent_.emplace(c10::DeviceType::CUDA);
+  }
+  future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()), devices);
+}
 
 void StrataWork::addOutputs(const std::vector<at::Tensor>& tensors) {
   outputs_.insert(outputs_.end(), tensors.begin(), tensors.end());
 }
 
 void StrataWork::complete(std::exception_ptr error) {
+  if (!future_.defined()) runsOn(std::nullopt);  // an empty coalesced batch
+  if (stream_ && !error) endEvent_->record(*stream_);
   finish(error);
-  if (error)
+  if (error) {
     future_->setError(error);
-  else
+  } else {
+    // A CUDA future records its own events on the current stream: the communication stream.
+    std::optional<c10::StreamGuard> onComm;
+    if (stream_) onComm.emplace(*stream_);
     future_->markCompleted(c10::IValue(outputs_));
+  }
 }
 
-c10::intrusive_ptr<c10::ivalue::Future> StrataWork::getFuture() { return future_; }
+c10::intrusive_ptr<c10::ivalue::Future> StrataWork::getFuture() {
+  TORCH_CHECK(future_.defined(), "strata: getFuture() on a coalesced batch before endCoalescing");
+  return future_;
+}
 
 std::vector<at::Tensor> StrataWork::result() { return outputs_; }
 
@@ -36,8 +91,7 @@ int StrataWork::sourceRank() const {
   return sourceRank_;
 }
 
-// As c10d::Work::wait, but a timeout raises DistBackendError like strata's own failures.
-bool StrataWork::wait(std::chrono::milliseconds timeout) {
+void StrataWork::waitRan(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (timeout == kNoTimeout) {
     cv_.wait(lock, [&] { return completed_; });
@@ -46,7 +100,55 @@ bool StrataWork::wait(std::chrono::milliseconds timeout) {
                                           std::to_string(timeout.count()) + " ms");
   }
   if (exception_) std::rethrow_exception(exception_);
+}
+
+void StrataWork::raiseOnAsyncFailure() const {
+  std::string failed = link_ ? link_->failure() : "";
+  if (!failed.empty()) C10_THROW_ERROR(DistBackendError, failed);
+}
+
+// As c10d::Work::wait, but a timeout raises DistBackendError like strata's own failures.
+bool StrataWork::wait(std::chrono::milliseconds timeout) {
+  const auto start = std::chrono::steady_clock::now();
+  waitRan(timeout);
+  if (!stream_) return true;
+  raiseOnAsyncFailure();
+  endEvent_->block(currentStreamOf(stream_->device()));
+  if (timeout == kNoTimeout) return true;
+  // A timeout asks for the result on the host too, as ProcessGroupNCCL's wait(timeout) does.
+  while (!endEvent_->query()) {
+    raiseOnAsyncFailure();
+    if (std::chrono::steady_clock::now() - start > timeout)
+      C10_THROW_ERROR(DistBackendError, "strata: the operation did not finish on the GPU within the wait() timeout of " +
+                                            std::to_string(timeout.count()) + " ms");
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  raiseOnAsyncFailure();
   return true;
+}
+
+void StrataWork::synchronize() {
+  if (!stream_) return;
+  waitRan(kNoTimeout);
+  endEvent_->block(currentStreamOf(stream_->device()));
+}
+
+bool StrataWork::isCompleted() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!completed_) return false;
+    if (!stream_ || exception_) return true;
+  }
+  return endEvent_->query();
+}
+
+std::exception_ptr StrataWork::exception() const {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (exception_ || !stream_ || !completed_) return exception_;
+  }
+  std::string failed = link_ ? link_->failure() : "";
+  return failed.empty() ? nullptr : distBackendError(failed);
 }
 
 }  // namespace strata_torch

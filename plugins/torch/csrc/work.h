@@ -1,14 +1,23 @@
 // The Work handle a StrataBackend returns, and the steps of one queued
-// operation. A worker thread runs operations; the handle completes (and its
-// future completes with the output tensors, as DDP's reducer needs) when the
-// worker has run it, or carries the exception strata's failure became.
+// operation. A worker thread (or the caller's) runs operations; the handle
+// completes (and its future completes with the output tensors, as DDP's
+// reducer needs) when the operation ran, or carries the exception strata's
+// failure became. On CUDA tensors "ran" means "enqueued on the backend's
+// communication stream": the handle then follows ProcessGroupNCCL's rules
+// (see stream_order.h).
 #pragma once
 
+#include <c10/core/Event.h>
+#include <c10/core/Stream.h>
+#include <strata/strata.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace strata_torch {
@@ -23,13 +32,36 @@ struct OpSteps {
   std::function<void()> after;
 };
 
+// The communicator as Work objects reach it: they can outlive the backend,
+// which cuts the link before it destroys the communicator.
+class CommLink {
+ public:
+  explicit CommLink(strataComm_t comm) : comm_(comm) {}
+  // strata's sentence when the communicator has failed, else empty. A device
+  // operation that fails after it was enqueued shows up only here
+  // (strataCommGetAsyncError).
+  std::string failure();
+  void cut();
+
+ private:
+  std::mutex mutex_;
+  strataComm_t comm_;
+};
+
 class StrataWork : public c10d::Work {
  public:
-  StrataWork(int rank, c10d::OpType type, int sourceRank = -1);
+  StrataWork(int rank, c10d::OpType type, std::shared_ptr<CommLink> link, int sourceRank = -1);
 
+  // Where the operation runs: on the CPU (no stream) or on this CUDA
+  // communication stream. The first call decides; a later call with another
+  // device raises (a coalesced batch must stay on one device).
+  void runsOn(const std::optional<c10::Stream>& stream);
+  bool placed() const { return future_.defined(); }
+  const std::optional<c10::Stream>& stream() const { return stream_; }
   // Tensors the future completes with (the operation's outputs).
   void addOutputs(const std::vector<at::Tensor>& tensors);
-  // Called once by the worker: success when error is null.
+  // Called once, by the thread that ran the operation (for CUDA: enqueued
+  // it, with the communication stream current): success when error is null.
   void complete(std::exception_ptr error);
 
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
@@ -38,13 +70,29 @@ class StrataWork : public c10d::Work {
   // A receive from any rank: its source is known when it completes, and the
   // operation writes it into `cell`.
   void useSourceCell(std::shared_ptr<std::atomic<int>> cell) { sourceCell_ = std::move(cell); }
+  // CPU: waits for the operation. CUDA: waits until it is enqueued, then
+  // makes the caller's current stream wait for it; with a timeout, also
+  // waits on the host for it to finish, raising past the timeout.
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  // CUDA: the caller's current stream waits for the operation (no host wait).
+  void synchronize() override;
+  // CUDA: done when its end event has passed on the GPU.
+  bool isCompleted() override;
+  std::exception_ptr exception() const override;
 
  private:
+  // Waits on the host until the operation ran (or was enqueued); rethrows its failure.
+  void waitRan(std::chrono::milliseconds timeout);
+  // Raises DistBackendError when the communicator failed after enqueueing.
+  void raiseOnAsyncFailure() const;
+
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   int sourceRank_;
   std::shared_ptr<std::atomic<int>> sourceCell_;
+  std::shared_ptr<CommLink> link_;
+  std::optional<c10::Stream> stream_;
+  std::optional<c10::Event> endEvent_;  // with stream_: recorded there once enqueued
 };
 
 }  // namespace strata_torch

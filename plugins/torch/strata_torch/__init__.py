@@ -6,8 +6,9 @@
 Importing this package registers the backend "strata" for CPU and CUDA
 devices; it bootstraps through the store torch.distributed hands it, so every
 init method (env://, tcp://, file://, torchrun, mpirun with MASTER_ADDR/PORT)
-works. CPU tensors today; CUDA tensors raise a clear error until strata's
-CUDA support lands (use "cpu:strata,cuda:nccl" meanwhile).
+works. CPU and CUDA tensors: an operation on CUDA tensors follows
+ProcessGroupNCCL's rules (it runs on the backend's own stream after the
+caller's current stream; wait() makes the current stream wait for it).
 """
 import torch
 import torch.distributed as dist

@@ -76,7 +76,8 @@ def _flush(state):
 def _hold(state, bucket, wire_dtype):
     buffer = bucket.buffer()
     reduced = buffer if wire_dtype is None else buffer.to(wire_dtype)
-    out = torch.futures.Future()
+    # A CUDA bucket's future carries CUDA events, so DDP's stream waits for the copy back.
+    out = torch.futures.Future(devices=[buffer.device]) if buffer.is_cuda else torch.futures.Future()
     state._held.append((reduced, buffer, out))
     nbytes = reduced.numel() * reduced.element_size()
     state._bytes += nbytes

@@ -2,7 +2,9 @@
 
 Each check runs an operation through strata, through gloo on the same random
 inputs (where gloo supports it), and against a float64 reference computed
-from every rank's inputs (each rank can regenerate any rank's inputs).
+on the CPU from every rank's inputs (each rank can regenerate any rank's
+inputs). STRATA_TEST_DEVICE=cuda runs the checks on CUDA tensors (every rank
+on cuda:LOCAL_RANK modulo the GPUs there are), against the reference only.
 """
 import os
 import sys
@@ -27,20 +29,37 @@ TOL = {torch.float32: 1e-5, torch.float64: 1e-12, torch.float16: 4e-3, torch.bfl
 failures = []
 
 
+def test_device():
+    if os.environ.get("STRATA_TEST_DEVICE", "cpu") != "cuda":
+        return torch.device("cpu")
+    return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+
+
+DEVICE = test_device()
+ON_CUDA = DEVICE.type == "cuda"
+if ON_CUDA:
+    torch.cuda.set_device(DEVICE)
+    torch.set_default_device(DEVICE)  # the checks' torch.empty / full / ones
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
 def inputs(tag, rank, shape, dtype):
     """Random (never all-zero) input of `rank` for check `tag`: the same on every process."""
     g = torch.Generator().manual_seed(zlib.crc32(tag.encode()) * 64 + rank)
     if dtype == torch.bool:
-        return torch.randint(0, 2, shape, generator=g).bool()
-    if dtype.is_floating_point:
-        return torch.randn(shape, generator=g, dtype=torch.float64).to(dtype)
-    lo, hi = (0, 8) if dtype == torch.uint8 else (-5, 6)
-    return torch.randint(lo, hi, shape, generator=g, dtype=torch.int64).to(dtype)
+        x = torch.randint(0, 2, shape, generator=g, device="cpu").bool()
+    elif dtype.is_floating_point:
+        x = torch.randn(shape, generator=g, dtype=torch.float64, device="cpu").to(dtype)
+    else:
+        lo, hi = (0, 8) if dtype == torch.uint8 else (-5, 6)
+        x = torch.randint(lo, hi, shape, generator=g, dtype=torch.int64, device="cpu").to(dtype)
+    return x.to(DEVICE)
 
 
 def reduce_ref(op, parts, dtype):
     """float64 reduction of `parts` (tensors of dtype), as strata defines it; returns dtype."""
-    x = torch.stack([p.double() for p in parts])
+    x = torch.stack([p.cpu().double() for p in parts])
     if dtype == torch.bool:
         r = {"SUM": x.amax(0), "MAX": x.amax(0), "PRODUCT": x.amin(0), "MIN": x.amin(0)}[op]
         return r.bool()
@@ -53,6 +72,7 @@ def reduce_ref(op, parts, dtype):
 
 def close(name, got, want):
     """Records a failure unless got matches want (exactly for integers and bool)."""
+    got, want = got.cpu(), want.cpu()
     try:
         if got.dtype != want.dtype or got.shape != want.shape:
             raise AssertionError(f"dtype/shape {got.dtype}{tuple(got.shape)} != {want.dtype}{tuple(want.shape)}")
@@ -71,7 +91,7 @@ def both(name, fn, want=None, gloo_ok=True):
     if want is not None:
         for i, (g, w) in enumerate(zip(got, want)):
             close(f"{name}[{i}] strata vs float64 reference", g, w)
-    if gloo_ok:
+    if gloo_ok and not ON_CUDA:
         try:
             ref = fn(GLOO)
         except (RuntimeError, ValueError, TypeError):
@@ -117,6 +137,8 @@ def check_async_and_future():
     work = dist.all_reduce(t, group=STRATA, async_op=True)
     fut = work.get_future()
     work.wait()
+    if ON_CUDA:
+        torch.cuda.synchronize()  # wait() only ordered the current stream after it
     if not work.is_completed():
         failures.append("async all_reduce: not completed after wait()")
     out = fut.wait()
@@ -139,7 +161,7 @@ def check_coalesced():
 
         def run(group, tag=tag, op=op):
             ts = [inputs(f"{tag}{i}", RANK, s, torch.float32) for i, s in enumerate(shapes)]
-            with dist._coalescing_manager(group=group, device=torch.device("cpu")):
+            with dist._coalescing_manager(group=group, device=DEVICE):
                 for t in ts:
                     dist.all_reduce(t, op=op_of(op), group=group)
             return ts
@@ -191,7 +213,7 @@ def check_gathers():
 
     def run_coalesced(group):
         outs = [torch.empty(WORLD * s[0]) for s in shapes]
-        with dist._coalescing_manager(group=group, device=torch.device("cpu")):
+        with dist._coalescing_manager(group=group, device=DEVICE):
             for i, s in enumerate(shapes):
                 dist.all_gather_into_tensor(outs[i], inputs(f"agc{i}", RANK, s, torch.float32), group=group)
         return outs
@@ -239,7 +261,7 @@ def check_reduce_scatters():
 
     def run_coalesced(group):
         outs = [torch.empty(s[0] // WORLD) for s in shapes]
-        with dist._coalescing_manager(group=group, device=torch.device("cpu")):
+        with dist._coalescing_manager(group=group, device=DEVICE):
             for i, s in enumerate(shapes):
                 dist.reduce_scatter_tensor(outs[i], inputs(f"rsc{i}", RANK, s, torch.float32), group=group)
         return outs
@@ -306,6 +328,14 @@ def check_p2p():
         dist.recv(t, src=0, group=STRATA)
         close("send/recv", t, inputs("p2p", 0, (1031,), torch.int64))
     dist.barrier(group=STRATA)
+    if ON_CUDA:
+        try:
+            dist.recv(torch.empty(3), group=STRATA)
+            failures.append("recv from any source into a CUDA tensor: no error")
+        except ValueError as e:
+            if "name the source rank" not in str(e):
+                failures.append(f"recv from any source into a CUDA tensor: message '{e}'")
+        return
     # Receive from any source (src=None): rank 0 takes every other rank's send once.
     if RANK == 0:
         seen = []
@@ -369,13 +399,70 @@ def check_errors():
     dist.barrier(group=STRATA)  # still usable after argument errors
 
 
+def check_cuda_streams():
+    """ProcessGroupNCCL's stream rules on CUDA tensors (ON_CUDA only)."""
+    n = 1 << 20
+    want = reduce_ref("SUM", [inputs("stream", r, (n,), torch.float32) for r in range(WORLD)], torch.float32)
+    src = inputs("stream", RANK, (n,), torch.float32)
+    # 1. The call is ordered after the caller's current stream and does not block the host: the
+    #    input is written by a copy queued behind a kernel that spins for about a second.
+    t = torch.zeros(n)
+    torch.cuda._sleep(2_000_000_000)
+    t.copy_(src)
+    start = time.time()
+    dist.all_reduce(t, group=STRATA)
+    returned = time.time() - start
+    torch.cuda.synchronize()
+    if returned > 0.25:
+        failures.append(f"all_reduce on CUDA held the host {returned:.2f} s while its stream was busy")
+    close("all_reduce after a busy current stream", t, want)
+    # 2. async_op on a side stream: wait() makes that stream wait; the kernel queued right after
+    #    it must see the result (the host never waits).
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        t = src.clone()
+        work = dist.all_reduce(t, group=STRATA, async_op=True)
+        work.wait()
+        doubled = t * 2
+    torch.cuda.synchronize()
+    close("kernel after wait() on a side stream", doubled, want * 2)
+    # 3. The future's callbacks see the result.
+    t = src.clone()
+    fut = dist.all_reduce(t, group=STRATA, async_op=True).get_future()
+    tripled = fut.then(lambda f: f.value()[0] * 3).wait()
+    torch.cuda.synchronize()
+    close("future.then on CUDA", tripled, want * 3)
+    # 4. A tensor freed while its operation is in flight keeps its memory until the operation is
+    #    done: tensors allocated right after must not be overwritten by its result.
+    t = src.clone()
+    work = dist.all_reduce(t, group=STRATA, async_op=True)
+    del t, work  # the Work holds its outputs: drop both
+    fresh = [torch.full((n,), 7.0) for _ in range(4)]
+    torch.cuda.synchronize()
+    for i, f in enumerate(fresh):
+        close(f"tensor {i} allocated while a freed input was in flight", f, torch.full((n,), 7.0))
+    # 5. is_completed turns true once the GPU has run it; a CPU operation after CUDA ones keeps order.
+    t = src.clone()
+    work = dist.all_reduce(t, group=STRATA, async_op=True)
+    torch.cuda.synchronize()
+    if not work.is_completed():
+        failures.append("is_completed() false after the device finished")
+    host = inputs("after-cuda", RANK, (1031,), torch.float32).cpu()
+    dist.all_reduce(host, group=STRATA)
+    close("CPU all_reduce after CUDA ones", host, reduce_ref("SUM", [inputs("after-cuda", r, (1031,), torch.float32)
+                                                                     for r in range(WORLD)], torch.float32))
+
+
 def scenario_collectives():
     global STRATA, GLOO
     dist.init_process_group("strata", timeout=timedelta(seconds=60))
     STRATA = dist.group.WORLD
     GLOO = dist.new_group(backend="gloo")
-    for check in (check_all_reduce, check_async_and_future, check_coalesced, check_broadcast_reduce, check_gathers,
-                  check_reduce_scatters, check_all_to_all, check_p2p, check_groups, check_errors):
+    checks = [check_all_reduce, check_async_and_future, check_coalesced, check_broadcast_reduce, check_gathers,
+              check_reduce_scatters, check_all_to_all, check_p2p, check_groups, check_errors]
+    if ON_CUDA:
+        checks.append(check_cuda_streams)
+    for check in checks:
         t0 = time.time()
         check()
         print(f"rank {RANK}: {check.__name__} done in {time.time() - t0:.1f} s", flush=True)
@@ -415,6 +502,7 @@ def params_close(name, a, b, rtol, atol):
 
 
 def close_tol(name, got, want, rtol, atol):
+    got, want = got.cpu(), want.cpu()
     try:
         torch.testing.assert_close(got, want, rtol=rtol, atol=atol)
     except AssertionError as e:
@@ -511,8 +599,74 @@ def check_fsdp2():
         close_tol(f"FSDP2 strata vs gloo param {i}", x, y, rtol=1e-6, atol=1e-7)
 
 
+def scenario_cuda_training():
+    """On CUDA tensors over strata: DDP (its default hook and strata_torch.hooks' fused one) and
+    FSDP2 train to the same parameters as the same model on the CPU over gloo, from the same initial
+    parameters and batches (TF32 off; GPU and CPU kernels differ only in rounding)."""
+    from torch.distributed.device_mesh import DeviceMesh
+    from torch.distributed.fsdp import fully_shard
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    import torch.nn.functional as F
+    import strata_torch.hooks as hooks
+    from ddp_train import synthetic_batch
+    global STRATA, GLOO
+    dist.init_process_group("strata", timeout=timedelta(seconds=60))
+    STRATA, GLOO = dist.group.WORLD, dist.new_group(backend="gloo")
+
+    def ddp_trained(device, group, hook=None):
+        with torch.device("cpu"):
+            model = small_model()
+        model.to(device)
+        ddp = DDP(model, process_group=group, bucket_cap_mb=0.01,
+                  device_ids=[device.index] if device.type == "cuda" else None)
+        if hook is not None:
+            ddp.register_comm_hook(hooks.FusionState(group, threshold_bytes=1 << 20), hook)
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
+        for step in range(8):
+            with torch.device("cpu"):
+                x, y = synthetic_batch(step, RANK, 8)
+            opt.zero_grad()
+            F.cross_entropy(ddp(x.to(device)), y.to(device)).backward()
+            opt.step()
+        return model
+
+    want = ddp_trained(torch.device("cpu"), GLOO)
+    params_close("DDP on CUDA (strata) vs CPU (gloo)", ddp_trained(DEVICE, STRATA), want, rtol=1e-4, atol=1e-5)
+    params_close("DDP fused hook on CUDA (strata) vs CPU (gloo)",
+                 ddp_trained(DEVICE, STRATA, hooks.fused_allreduce_hook), want, rtol=1e-4, atol=1e-5)
+    print(f"rank {RANK}: DDP on CUDA done", flush=True)
+
+    def fsdp2_trained(device, group):
+        import torch.nn as nn
+        with torch.device("cpu"):
+            torch.manual_seed(0)
+            model = nn.Sequential(nn.Linear(37, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 5))
+        model.to(device)
+        mesh = DeviceMesh.from_group(group, device.type)
+        for layer in model:
+            if isinstance(layer, nn.Linear):
+                fully_shard(layer, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        for step in range(6):
+            with torch.device("cpu"):
+                g = torch.Generator().manual_seed(step * 100 + RANK)
+                x, y = torch.randn(16, 37, generator=g), torch.randn(16, 5, generator=g)
+            opt.zero_grad()
+            ((model(x.to(device)) - y.to(device)) ** 2).mean().backward()
+            opt.step()
+        return [p.full_tensor().detach().cpu() for p in model.parameters()]
+
+    for i, (x, y) in enumerate(zip(fsdp2_trained(DEVICE, STRATA), fsdp2_trained(torch.device("cpu"), GLOO))):
+        close_tol(f"FSDP2 on CUDA (strata) vs CPU (gloo) param {i}", x, y, rtol=1e-4, atol=1e-5)
+    print(f"rank {RANK}: FSDP2 on CUDA done", flush=True)
+    dist.destroy_process_group()
+
+
 def scenario_dead_peer(timeout_s):
-    """The last rank dies after a few steps; every other rank must raise a DistBackendError naming the problem."""
+    """The last rank dies after a few steps; every other rank must raise a DistBackendError naming the problem.
+    On CUDA each step reads its result back, as a training step reading its loss would: the
+    collective itself returns once enqueued, and its failure surfaces at a later call."""
     dist.init_process_group("strata", timeout=timedelta(seconds=float(timeout_s)))
     t = torch.ones(1 << 16)
     for step in range(10_000):
@@ -521,6 +675,8 @@ def scenario_dead_peer(timeout_s):
             os._exit(9)
         try:
             dist.all_reduce(t)
+            if ON_CUDA:
+                t.sum().item()
         except Exception as e:  # noqa: BLE001
             print(f"rank {RANK}: RAISED {type(e).__name__} at step {step}: {e}", flush=True)
             dist.destroy_process_group()

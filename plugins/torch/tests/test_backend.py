@@ -1,4 +1,8 @@
-"""strata_torch against gloo and a float64 reference, on 2 and 3 local ranks."""
+"""strata_torch against gloo and a float64 reference, on 2 and 3 local ranks.
+
+The tests named test_cuda_* need a CUDA GPU (the ranks share it); without one
+they are reported as skipped. scripts/gpu-check.sh runs them on a GPU machine.
+"""
 import os
 import shutil
 import subprocess
@@ -10,6 +14,16 @@ import pytest
 from launch import free_port, run
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+CUDA = {"STRATA_TEST_DEVICE": "cuda"}
+
+
+def _gpus():
+    import torch
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+needs_gpu = pytest.mark.skipif(_gpus() == 0, reason="no CUDA GPU is visible; scripts/gpu-check.sh runs the CUDA "
+                                                    "tests on a GPU machine")
 
 
 # STRATA_TORCH_OVERLAP: 1 runs operations on the backend's worker thread, 0 on the caller's.
@@ -36,10 +50,32 @@ def test_init_methods(method, tmp_path):
     run("init_method", 2, method, timeout=120, env={"STRATA_TEST_FILE": str(tmp_path / "rendezvous")}).check()
 
 
+@needs_gpu
+@pytest.mark.parametrize("world", [2, 3])
+def test_cuda_collectives_and_stream_rules(world):
+    """Every check above on CUDA tensors against the float64 reference, plus ProcessGroupNCCL's stream
+    rules: ordering after the current stream, wait() on a side stream, futures, freed inputs."""
+    run("collectives", world, timeout=420, env=dict(CUDA, STRATA_TORCH_OVERLAP="1")).check()
+
+
+@needs_gpu
+def test_cuda_ddp_and_fsdp2_match_cpu_gloo():
+    run("cuda_training", 2, timeout=300, env=CUDA).check()
+
+
+@needs_gpu
+def test_cuda_dead_peer_raises_on_the_survivor_within_timeout():
+    _check_dead_peer(2, CUDA)
+
+
 @pytest.mark.parametrize("world", [2, 3])
 def test_dead_peer_raises_on_every_other_rank_within_timeout(world):
+    _check_dead_peer(world)
+
+
+def _check_dead_peer(world, env=None):
     timeout_s = 20
-    res = run("dead_peer", world, timeout_s, timeout=120)
+    res = run("dead_peer", world, timeout_s, timeout=120, env=env)
     assert res.codes[-1] == 9, res.outputs[-1]
     for r in range(world - 1):
         assert res.codes[r] == 3, f"rank {r} (exit {res.codes[r]}):\n{res.outputs[r][-3000:]}"
