@@ -10,6 +10,13 @@ Scenarios:
          (optionally shaped: --rate 2gbit): strata-perf, Open MPI over TCP
          (mpirun in one namespace, an rsh agent enters the other), Gloo, and
          iperf3 --bidir between the same namespaces.
+  gpu    N ranks sharing this host's GPU(s), buffers on the device:
+         strata-perf -G 1, NCCL (PyTorch's, through gloo_perf.py
+         --backend nccl -G 1) and Gloo on CUDA tensors; plus the device's own
+         copy bandwidth from strata-gpu-kernels. NCCL refuses two ranks on one
+         GPU, so with more ranks than GPUs its column says so (--np 1 on a
+         one-GPU machine compares with it). Writes gpu.md for --np 1,
+         gpu-np<N>.md otherwise.
 
 Every (library, collective) sweep is repeated --reps times with the library
 order alternating run by run, so drift on a shared machine hits all alike.
@@ -29,8 +36,10 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BENCH = os.path.join(ROOT, "build", "bench")
+BENCH = os.path.join(ROOT, os.environ.get("STRATA_BUILD_DIR", "build"), "bench")  # build-gpu on the GPU machine
 PY = os.path.join(ROOT, ".venv", "bin", "python")
+if not os.path.exists(PY):  # a machine with torch installed, no project venv (the GPU machine)
+    PY = sys.executable
 COLLECTIVES = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "alltoall"]
 SMALL = ("8", "64K", "1000", "100")  # min, max, iterations, warmup
 LARGE = ("256K", "64M", "20", "3")
@@ -44,14 +53,20 @@ def run(cmd, env=None, timeout=900):
     return out.stdout
 
 
-def parse_rows(text):
-    """{bytes: (time_us, busbw)} from a strata-perf / mpi-perf / gloo-perf table."""
+def parse_rows(text, bandwidth="busbw"):
+    """{bytes: (time_us, busbw)} from a strata-perf / mpi-perf / gloo-perf table (or algbw)."""
     rows = {}
+    column = 5 if bandwidth == "busbw" else 4
     for line in text.splitlines():
         m = ROW.match(line)
         if m:
-            rows[int(m.group(1))] = (float(m.group(3)), float(m.group(5)))
+            rows[int(m.group(1))] = (float(m.group(3)), float(m.group(column)))
     return rows
+
+
+def bandwidth_of(args):
+    """With one rank busbw is 0 by definition (nccl-tests'), so the tables give algbw."""
+    return "algbw" if args.scenario == "gpu" and args.np == 1 else "busbw"
 
 
 def sweep_args(coll, rng):
@@ -219,7 +234,7 @@ def cell(v, unit=""):
     return f"{statistics.median(v):.3g}{unit} ({min(v):.3g}–{max(v):.3g})"
 
 
-def plot(results, libs, coll, path, title):
+def plot(results, libs, coll, path, title, bandwidth="busbw"):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -232,14 +247,14 @@ def plot(results, libs, coll, path, title):
         ax1.plot(sizes, [med(data[s]["bus"]) for s in sizes], marker="o", label=lib)
         small = [s for s in sizes if s <= 65536]
         ax2.plot(small, [med(data[s]["time"]) for s in small], marker="o", label=lib)
-    for ax, ylabel in ((ax1, "busbw (GB/s, median)"), (ax2, "time per call (µs, median)")):
+    for ax, ylabel in ((ax1, f"{bandwidth} (GB/s, median)"), (ax2, "time per call (µs, median)")):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("message size (bytes)")
         ax.set_ylabel(ylabel)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
     ax2.set_yscale("log")
-    ax1.set_title(f"{coll}: bus bandwidth")
+    ax1.set_title(f"{coll}: {'bus' if bandwidth == 'busbw' else 'algorithm'} bandwidth")
     ax2.set_title(f"{coll}: small-message latency")
     fig.suptitle(title)
     fig.tight_layout()
@@ -247,12 +262,74 @@ def plot(results, libs, coll, path, title):
     plt.close(fig)
 
 
+def gpu_count():
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU ")) if out.returncode == 0 else 0
+
+
+class Gpu:
+    """Ranks sharing this host's GPU(s), buffers on the device."""
+
+    def __init__(self, args):
+        self.np = args.np
+        self.gpus = gpu_count()
+        if not self.gpus:
+            sys.exit("compare.py gpu: no NVIDIA GPU is visible (nvidia-smi -L); run it on a GPU machine")
+        self.notes = []
+
+    def libraries(self):
+        libs = ["strata", "NCCL", "Gloo"]
+        if self.np > self.gpus:
+            self.notes.append(f"NCCL was not run: it needs one GPU per rank, and this machine has {self.gpus} "
+                              f"GPU(s) for {self.np} ranks (NCCL refuses ranks sharing a GPU). "
+                              f"`--np {self.gpus}` compares with it.")
+        return libs
+
+    def command(self, lib, coll, rng):
+        a = sweep_args(coll, rng) + ["-G", "1", "-np", str(self.np)]
+        if lib == "strata":
+            return [os.path.join(BENCH, "strata-perf")] + a
+        backend = "nccl" if lib == "NCCL" else "gloo"
+        return [PY, os.path.join(ROOT, "bench", "baselines", "gloo_perf.py")] + a + ["--backend", backend]
+
+    def measure(self, lib, coll, rng):
+        if lib == "NCCL" and self.np > self.gpus:
+            return {}
+        return parse_rows(run(self.command(lib, coll, rng)), "algbw" if self.np == 1 else "busbw")
+
+    def limits(self):
+        kernels = os.path.join(BENCH, "strata-gpu-kernels")
+        if not os.path.exists(kernels):
+            return []
+        path = os.path.join(BENCH, "gpu_limits.json")
+        run([kernels, "-s", "256", "-r", "10", "-J", path])
+        saved = json.load(open(path))
+        rows = {r["name"]: r for r in saved["rows"]}
+        copy = rows.get("device-to-device copy (cudaMemcpyAsync)")
+        if not copy:
+            return []
+        gbs = copy["bytes_moved"] / (statistics.median(copy["ms"]) * 1e6)
+        return [(f"{saved['device']}: device-to-device copy, 256 MiB (bytes read + written)", gbs)]
+
+    def close(self):
+        pass
+
+
+def report_name(args):
+    if args.scenario == "gpu" and args.np != 1:
+        return f"gpu-np{args.np}"
+    return args.scenario
+
+
 def main():
     # A SIGTERM must still run the cleanup (namespaces, servers) in finally blocks.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("compare.py: terminated"))
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("scenario", choices=["local", "netns"])
-    p.add_argument("--np", type=int, default=2, help="ranks for the local scenario")
+    p.add_argument("scenario", choices=["local", "netns", "gpu"])
+    p.add_argument("--np", type=int, default=2, help="ranks for the local and gpu scenarios")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--rate", default="", help="tbf rate for the netns links, e.g. 2gbit")
     p.add_argument("--collectives", default=",".join(COLLECTIVES))
@@ -264,8 +341,8 @@ def main():
         saved = json.load(open(args.from_json))
         results = {tuple(k.split("|")): {int(sz): v for sz, v in d.items()} for k, d in saved["results"].items()}
         return write_report(args, colls, saved["libs"], results, saved["limits"], saved["commands"],
-                            saved["date"], saved["argv"])
-    env = Local(args) if args.scenario == "local" else Netns(args)
+                            saved["date"], saved["argv"], saved.get("notes", []))
+    env = {"local": Local, "netns": Netns, "gpu": Gpu}[args.scenario](args)
     try:
         libs = env.libraries()
         results = {}  # (lib, coll) -> {size: {"time": [...], "bus": [...]}}
@@ -287,11 +364,12 @@ def main():
     # Save the raw measurements first: the report can be rebuilt from them.
     os.makedirs(args.out, exist_ok=True)
     date, argv = time.strftime("%Y-%m-%d"), " ".join(sys.argv[1:])
-    with open(os.path.join(args.out, f"{args.scenario}.json"), "w") as f:
+    notes = getattr(env, "notes", [])
+    with open(os.path.join(args.out, f"{report_name(args)}.json"), "w") as f:
         json.dump({"libs": libs, "limits": limits, "commands": commands, "date": date, "argv": argv,
-                   "results": {f"{lib}|{coll}": {str(sz): v for sz, v in d.items()}
-                               for (lib, coll), d in results.items()}}, f)
-    write_report(args, colls, libs, results, limits, commands, date, argv)
+                   "notes": notes, "results": {f"{lib}|{coll}": {str(sz): v for sz, v in d.items()}
+                                               for (lib, coll), d in results.items()}}, f)
+    write_report(args, colls, libs, results, limits, commands, date, argv, notes)
 
 
 def table(results, libs, coll, sizes, key, heading, best, suffix):
@@ -311,13 +389,17 @@ def table(results, libs, coll, sizes, key, heading, best, suffix):
     return out
 
 
-def write_report(args, colls, libs, results, limits, commands, date, argv):
+def write_report(args, colls, libs, results, limits, commands, date, argv, notes=()):
     os.makedirs(args.out, exist_ok=True)
-    name = args.scenario
-    n = args.np if args.scenario == "local" else 2
-    where = (f"{n} ranks on one host" if args.scenario == "local"
-             else f"2 ranks in two network namespaces joined by veth"
-                  + (f", links shaped to {args.rate} (tbf)" if args.rate else ", unshaped"))
+    name = report_name(args)
+    n = 2 if args.scenario == "netns" else args.np
+    if args.scenario == "local":
+        where = f"{n} ranks on one host"
+    elif args.scenario == "gpu":
+        where = f"{n} rank(s) sharing this host's GPU(s), buffers on the device"
+    else:
+        where = (f"2 ranks in two network namespaces joined by veth"
+                 + (f", links shaped to {args.rate} (tbf)" if args.rate else ", unshaped"))
     lines = [f"# Benchmark: {name}", "",
              f"{where}; float32, sum; out-of-place. Generated by `scripts/bench.sh {argv}`"
              f" on {date}.", "",
@@ -330,17 +412,19 @@ def write_report(args, colls, libs, results, limits, commands, date, argv):
     for lib in libs:
         for cmd in commands[lib]:
             lines.append(f"  - {lib}: `{cmd}`")
+    lines += [f"- {note}" for note in notes]
     if limits:
         lines += ["", "Physical limits measured in the same run:", ""]
         lines += [f"- {what}: {val:.2f} GB/s" for what, val in limits]
     for coll in colls:
         sizes = sorted({s for lib in libs for s in results.get((lib, coll), {})})
         lines += ["", f"## {coll}", "", f"![{coll}]({name}-{coll}.png)", ""]
-        lines += table(results, libs, coll, sizes, "bus", "busbw GB/s", best=max, suffix="")
+        lines += table(results, libs, coll, sizes, "bus", f"{bandwidth_of(args)} GB/s", best=max, suffix="")
         lines += ["", "Small-message latency (µs per call):", ""]
         lines += table(results, libs, coll, [s for s in sizes if s <= 4096], "time", "", best=min,
                        suffix="× the time")
-        plot(results, libs, coll, os.path.join(args.out, f"{name}-{coll}.png"), f"{name}: {where}")
+        plot(results, libs, coll, os.path.join(args.out, f"{name}-{coll}.png"), f"{name}: {where}",
+             bandwidth_of(args))
     path = os.path.join(args.out, f"{name}.md")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -2,7 +2,7 @@
 # The GPU checks, for a machine with an NVIDIA GPU (the device tool's H100 or
 # H200; carry .gpu-deps from scripts/gpu-deps.sh there):
 #
-#   scripts/gpu-check.sh [tests] [bench] [torch]     (no argument: all three)
+#   scripts/gpu-check.sh [tests] [bench] [torch] [compare]   (no argument: all)
 #
 # Every run builds strata with CUDA into build-gpu/ (incrementally), then:
 #   tests: the GPU tier (ctest -L gpu): every kernel x dtype x op against the
@@ -17,22 +17,27 @@
 #   torch: strata_torch built against the machine's torch, and its CUDA tests
 #          (pytest -k cuda: every collective on CUDA tensors, ProcessGroupNCCL's
 #          stream rules, DDP and FSDP2, a dead peer).
-# Each part replaces its own section of the report, docs/benchmarks/gpu.md (or
-# $STRATA_GPU_REPORT), so parts run in separate calls add up to one report;
-# it is copied to $OUT/gpu.md too when the device tool's $OUT is set.
+#   compare: bench/compare.py's gpu scenario (strata, NCCL and Gloo on device
+#          buffers, side by side) with 1 rank (NCCL takes one rank per GPU) and
+#          with 2 sharing the GPU: docs/benchmarks/gpu.md and gpu-np2.md.
+# Each part replaces its own section of the report, docs/benchmarks/gpu-check.md (or
+# $STRATA_GPU_REPORT), so parts run in separate calls add up to one report.
+# With the device tool's $OUT set, the report, logs.tgz (every step's output)
+# and reports.tgz (docs/benchmarks/gpu*) are left there.
 # Exit 77 when no GPU is visible.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(tests bench torch)
+[ ${#parts[@]} -gt 0 ] || parts=(tests bench torch compare)
 for part in "${parts[@]}"; do
-  case $part in tests|bench|torch) ;; *) echo "gpu-check: unknown part '$part' (tests, bench, torch)" >&2; exit 2;; esac
+  case $part in tests|bench|torch|compare) ;;
+    *) echo "gpu-check: unknown part '$part' (tests, bench, torch, compare)" >&2; exit 2;; esac
 done
 if ! nvidia-smi -L >/dev/null 2>&1; then
   echo "gpu-check: no NVIDIA GPU visible (nvidia-smi -L failed); run this on a GPU machine" >&2
   exit 77
 fi
-report=${STRATA_GPU_REPORT:-docs/benchmarks/gpu.md}
+report=${STRATA_GPU_REPORT:-docs/benchmarks/gpu-check.md}
 deps=$PWD/.gpu-deps/root
 cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON)
 if [ -d "$deps" ]; then  # carried packages (scripts/gpu-deps.sh)
@@ -160,11 +165,25 @@ run_torch() {
   } | section torch
 }
 
+run_compare() {
+  step "side by side with NCCL and Gloo (bench/compare.py gpu)"
+  local np
+  for np in 1 2; do
+    STRATA_BUILD_DIR=build-gpu "${PYTHON:-python3}" bench/compare.py gpu --np "$np" --reps 2 \
+      --collectives all_reduce,reduce_scatter,all_gather >"$log/compare_$np.txt" 2>&1 || { tail -20 "$log/compare_$np.txt"; status=1; }
+  done
+  {
+    echo "## Side by side with NCCL and Gloo"
+    echo
+    echo "bench/compare.py gpu (docs/benchmarks/gpu.md: 1 rank, where NCCL runs; gpu-np2.md: 2 ranks sharing the GPU)."
+  } | section compare
+}
+
 for part in "${parts[@]}"; do "run_$part"; done
-if [ -n "${OUT:-}" ]; then
-  cp "$report" "$OUT/gpu.md"
-  cp "$log"/*.txt "$OUT/" 2>/dev/null || true
-  cp "$log"/*.json "$OUT/" 2>/dev/null || true
+if [ -n "${OUT:-}" ]; then  # the device tool brings back few files: the report, then two archives
+  cp "$report" "$OUT/gpu-check.md"
+  tar czf "$OUT/logs.tgz" -C "$log" .
+  tar czf "$OUT/reports.tgz" docs/benchmarks/gpu* 2>/dev/null || true
 fi
 step "report: $report (status $status)"
 exit $status

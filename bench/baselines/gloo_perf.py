@@ -9,6 +9,11 @@ torchrun's environment. Time is the slowest rank's mean per call. Collectives
 gloo does not support are reported as such, not hidden. --backend strata runs
 the same through strata's torch.distributed backend (strata_torch), which is
 how bench/torch_bench.py compares the two as PyTorch users meet them.
+
+-G 1 puts the buffers on the GPU (rank r on cuda:r modulo the GPUs there are)
+and, as nccl-tests does, waits for the device inside the timed interval.
+--backend nccl (PyTorch's NCCL) needs it, and one GPU per rank: asked for more
+ranks than GPUs it says so and exits with status 3.
 """
 import argparse
 import os
@@ -40,11 +45,11 @@ def bus_factor(coll, n):
     return 1.0
 
 
-def make_call(coll, count, n, rank, dtype, op, root):
+def make_call(coll, count, n, rank, dtype, op, root, device):
     """Returns a function running one collective, with buffers made once."""
     blocked = count * n
-    send = (torch.arange(blocked if coll in ("reduce_scatter", "alltoall") else count) % 5 + 1).to(dtype)
-    recv = torch.empty(blocked if coll in ("all_gather", "alltoall") else count, dtype=dtype)
+    send = (torch.arange(blocked if coll in ("reduce_scatter", "alltoall") else count) % 5 + 1).to(device, dtype)
+    recv = torch.empty(blocked if coll in ("all_gather", "alltoall") else count, dtype=dtype, device=device)
     if coll == "all_reduce":  # in place, as DDP calls it; the values drift, which timing does not mind
         recv.copy_(send)
         return lambda: dist.all_reduce(recv, op=op)
@@ -70,12 +75,28 @@ def sizes(a):
         b = nb if nb > b else b + 1
 
 
+def device_of(rank, a):
+    if not a.G:
+        return torch.device("cpu")
+    device = torch.device("cuda", rank % torch.cuda.device_count())
+    torch.cuda.set_device(device)
+    return device
+
+
+def settle(device):
+    """Waits for the device's queued work (the timed interval ends after it, as in nccl-tests)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def bench(rank, n, a):
     dtype, op = DTYPES[a.d], OPS[a.o]
+    device = device_of(rank, a)
     esize = torch.tensor([], dtype=dtype).element_size()
     if rank == 0:
+        where = f", buffers on {torch.cuda.get_device_name(device)}" if device.type == "cuda" else ""
         print(f"# {a.backend}-perf {a.coll}: {n} ranks, dtype {a.d}, op {a.o}, root {a.r}, iters {a.n}, "
-              f"warmup {a.w}, torch {torch.__version__}")
+              f"warmup {a.w}, torch {torch.__version__}{where}")
         print(f"# {'size':>12} {'count':>12} {'type':>8} {'redop':>6} {'root':>5} {'time':>10} {'algbw':>8} "
               f"{'busbw':>8} {'#wrong':>7}")
     bus_sum, rows = 0.0, 0
@@ -83,14 +104,16 @@ def bench(rank, n, a):
         count = size // esize // (n if a.coll in BLOCKED else 1)
         total = count * esize * (n if a.coll in BLOCKED else 1)
         try:
-            call = make_call(a.coll, count, n, rank, dtype, op, a.r)
+            call = make_call(a.coll, count, n, rank, dtype, op, a.r, device)
             for _ in range(a.w):
                 call()
+            settle(device)
             dist.barrier()
             t0 = time.perf_counter()
             for _ in range(a.n):
                 call()
-            us = torch.tensor([(time.perf_counter() - t0) * 1e6 / a.n], dtype=torch.float64)
+            settle(device)
+            us = torch.tensor([(time.perf_counter() - t0) * 1e6 / a.n], dtype=torch.float64, device=device)
             dist.all_reduce(us, op=dist.ReduceOp.MAX)
             t = us.item()
             algbw = total / (t * 1e3)
@@ -140,8 +163,19 @@ def main():
     p.add_argument("-o", default="sum", choices=sorted(OPS))
     p.add_argument("-r", type=int, default=0)
     p.add_argument("-c", type=int, default=0, help="accepted for symmetry; results are not checked")
-    p.add_argument("--backend", default="gloo", choices=["gloo", "strata"])
+    p.add_argument("-G", type=int, default=0, choices=[0, 1], help="1: buffers on the GPU")
+    p.add_argument("--backend", default="gloo", choices=["gloo", "strata", "nccl"])
     a = p.parse_args()
+    if a.G and not torch.cuda.is_available():
+        sys.exit("gloo_perf: -G 1 needs a CUDA GPU, and torch sees none")
+    if a.backend == "nccl":
+        if not a.G:
+            sys.exit("gloo_perf: --backend nccl needs -G 1 (NCCL takes device buffers only)")
+        ranks = a.np or int(os.environ.get("WORLD_SIZE", "1"))
+        if ranks > torch.cuda.device_count():
+            print(f"gloo_perf: NCCL needs one GPU per rank: {ranks} ranks asked for, "
+                  f"{torch.cuda.device_count()} GPU(s) visible", file=sys.stderr)
+            return 3
     if a.np > 0:
         mp.spawn(worker, args=(a.np, a, 20000 + os.getpid() % 12000), nprocs=a.np, join=True)
     else:
