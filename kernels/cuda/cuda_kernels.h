@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "strata/strata.h"
 
@@ -70,5 +71,28 @@ uint64_t planMultiCopy(CopySegment* segments, int n);
 // Segments may have any size (0 too) and alignment; none may overlap another's
 // destination. Returns "" on success, otherwise a sentence naming the problem.
 std::string enqueueMultiCopy(const CopySegment* table, int n, uint64_t chunks, void* stream);
+
+// A multi-tensor copy whose table travels in the launch's own parameters (by
+// value; the kernel reads it in place through __grid_constant__), so the
+// caller keeps nothing alive once it is enqueued: the device path's staging
+// copies, which the host enqueues without knowing when the GPU will run them.
+// 120 segments of 32 bytes stay within the 4 KiB of parameters that every
+// CUDA version takes.
+constexpr int kInlineCopySegments = 120;
+struct InlineCopyTable {
+  CopySegment segments[kInlineCopySegments];
+  int n = 0;
+  uint64_t chunks = 0;
+};
+
+// The launches that copy `segments`: consecutive groups of up to
+// kInlineCopySegments, each planned (firstChunk within its own launch).
+std::vector<InlineCopyTable> inlineCopyTables(const CopySegment* segments, int n);
+
+// Enqueues one launch per table of inlineCopyTables(segments, n) on `stream`
+// and returns at once; the segments may be freed as soon as it returns.
+// Pointers must be usable on the stream's device (device memory, or mapped
+// pinned host memory). Returns "" on success, otherwise a sentence.
+std::string enqueueInlineMultiCopy(const CopySegment* segments, int n, void* stream);
 
 }  // namespace strata::cuda

@@ -18,6 +18,7 @@ const char* const kWithoutCuda =
 std::string enqueueReduceCopy(const ReduceCopyArgs&, strataDataType_t, strataRedOp_t, void*) { return kWithoutCuda; }
 
 std::string enqueueMultiCopy(const CopySegment*, int, uint64_t, void*) { return kWithoutCuda; }
+std::string enqueueInlineMultiCopy(const CopySegment*, int, void*) { return kWithoutCuda; }
 
 std::string deviceOfPointer(const void*, int*) { return kWithoutCuda; }
 std::string currentDevice(int*) { return kWithoutCuda; }

@@ -12,23 +12,6 @@ namespace strata {
 
 namespace {
 
-// Makes `device` current for the scope, so that events and streams of one
-// device meet (the caller's thread may have another device current).
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    cudaOk(cuda::currentDevice(&previous_));
-    if (previous_ != device) cudaOk(cuda::setDevice(device));
-    else previous_ = -1;
-  }
-  ~DeviceScope() {
-    if (previous_ >= 0) cuda::setDevice(previous_);
-  }
-
- private:
-  int previous_ = -1;
-};
-
 size_t slotSizeFor(size_t bytes) {
   size_t size = 64 * 1024;
   while (size < bytes) size *= 2;

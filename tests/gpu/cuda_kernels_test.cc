@@ -6,7 +6,11 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <memory>
+#include <thread>
 
 #include "core/dtype.h"
 #include "kernels/cuda/cuda_kernels.h"
@@ -142,6 +146,43 @@ TEST(CudaMultiCopy, PacksAndUnpacksEveryByteInOneLaunch) {
     }
     CUDA_OK(cudaFree(deviceTable));
     ASSERT_EQ(buffers.check(), "");
+  }
+  CUDA_OK(cudaStreamDestroy(stream));
+}
+
+// The by-value copy between device memory and mapped pinned host memory (the
+// device path's staging): the host's table is freed before the stream runs.
+TEST(CudaMultiCopy, InlineTablesCopyBetweenDeviceAndPinnedMemory) {
+  SKIP_WITHOUT_GPU();
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  uint64_t seed = 100;
+  for (const test::MultiCopyCase& c : test::multiCopyCases(true)) {
+    test::MultiCopyBuffers buffers(c, ++seed);
+    std::vector<uint8_t*> memory(buffers.buffers());
+    for (int i = 0; i < buffers.buffers(); ++i) {  // the contiguous buffer pinned, the tensors on the device
+      if (i == 0) CUDA_OK(cudaHostAlloc(&memory[i], buffers.storageBytes(i), cudaHostAllocPortable | cudaHostAllocMapped));
+      else CUDA_OK(cudaMalloc(&memory[i], buffers.storageBytes(i)));
+      CUDA_OK(cudaMemcpy(memory[i], buffers.storage(i), buffers.storageBytes(i), cudaMemcpyDefault));
+    }
+    CUDA_OK(cudaStreamSynchronize(stream));
+    {
+      // The stream is held back 100 ms, so the launches run after the table is overwritten and freed.
+      CUDA_OK(cudaLaunchHostFunc(stream, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(100)); },
+                                 nullptr));
+      auto table = std::make_unique<std::vector<cuda::CopySegment>>(buffers.segments([&](int i) { return memory[i]; }));
+      ASSERT_EQ(cuda::enqueueInlineMultiCopy(table->data(), int(table->size()), stream), "") << c.name;
+      std::fill(reinterpret_cast<uint8_t*>(table->data()),
+                reinterpret_cast<uint8_t*>(table->data() + table->size()), uint8_t(0xEE));
+      table.reset();
+    }
+    CUDA_OK(cudaStreamSynchronize(stream));
+    for (int i = 0; i < buffers.buffers(); ++i) {
+      CUDA_OK(cudaMemcpy(buffers.storage(i), memory[i], buffers.storageBytes(i), cudaMemcpyDefault));
+      if (i == 0) CUDA_OK(cudaFreeHost(memory[i]));
+      else CUDA_OK(cudaFree(memory[i]));
+    }
+    ASSERT_EQ(buffers.check(), "") << c.name;
   }
   CUDA_OK(cudaStreamDestroy(stream));
 }

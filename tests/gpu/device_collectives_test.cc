@@ -3,7 +3,8 @@
 // multi-process matrix (support/collective_cases.h) on 2, 3 and 4 ranks with
 // the buffers copied to the device and the call enqueued on a stream; stream
 // semantics (the call returns while its stream is still busy, and work
-// enqueued after it sees the result); groups; a host call after device calls;
+// enqueued after it sees the result); groups (one of 1000 small tensors, packed
+// by the multi-copy kernel); a host call after device calls;
 // refusals (mixed memory, graph capture, receive-any); a killed peer reported
 // through strataCommGetAsyncError without any stream left hanging.
 //
@@ -249,6 +250,57 @@ TEST(DeviceStreams, AGroupAndAHostCallAfterItAreRightAndInOrder) {
     cudaFree(dMine);
     cudaFree(dGathered);
     cudaFree(dReceived);
+    cudaStreamDestroy(stream);
+    return problems;
+  });
+  EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+}
+
+// A group of 1000 small all-reduces (1 to 300 float32 each, at odd offsets
+// inside one allocation): their copies in and out go through the multi-copy
+// kernel, 120 rows a launch, with the tables in the launches' parameters.
+TEST(DeviceStreams, AGroupOfAThousandSmallTensorsIsPackedByTheCopyKernel) {
+  SKIP_WITHOUT_GPU();
+  test::RankSpec spec;
+  spec.nranks = 2;
+  auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
+    int problems = 0;
+    RANK_CUDA(cudaSetDevice(0));
+    cudaStream_t stream;
+    RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    const int tensors = 1000;
+    std::vector<size_t> offset(tensors + 1, 0), count(tensors);
+    for (int t = 0; t < tensors; ++t) {
+      count[size_t(t)] = 1 + (size_t(t) * 7919) % 300;
+      offset[size_t(t) + 1] = offset[size_t(t)] + count[size_t(t)] + size_t(t % 3);  // odd gaps: odd alignments
+    }
+    const size_t total = offset[tensors];
+    std::vector<std::vector<float>> inputs{size_t(n), std::vector<float>(total)};
+    for (int r = 0; r < n; ++r) test::fillRandom(strataFloat32, strataSum, inputs[size_t(r)].data(), total, 77 + size_t(r));
+    float* dev = nullptr;
+    RANK_CUDA(cudaMalloc(&dev, total * 4));
+    RANK_CUDA(cudaMemcpy(dev, inputs[size_t(rank)].data(), total * 4, cudaMemcpyHostToDevice));
+    strataGroupStart();
+    for (int t = 0; t < tensors; ++t)
+      strataAllReduce(dev + offset[size_t(t)], dev + offset[size_t(t)], count[size_t(t)], strataFloat32, strataSum, comm,
+                      stream);
+    strataResult_t rc = strataGroupEnd();
+    RANK_EXPECT(rc == strataSuccess, "group: %s", strataGetLastError(comm));
+    std::vector<float> result(total);
+    RANK_CUDA(cudaStreamSynchronize(stream));
+    RANK_CUDA(cudaMemcpy(result.data(), dev, total * 4, cudaMemcpyDeviceToHost));
+    for (int t = 0; t < tensors && problems == 0; ++t) {
+      std::vector<const void*> ptrs;
+      for (auto& v : inputs) ptrs.push_back(v.data() + offset[size_t(t)]);
+      std::string first;
+      size_t bad = test::checkReduced(strataFloat32, strataSum, result.data() + offset[size_t(t)], ptrs, 0,
+                                      count[size_t(t)], &first);
+      RANK_EXPECT(bad == 0, "tensor %d: %zu wrong; first: %s", t, bad, first.c_str());
+      // The gaps between tensors belong to no operation: they keep this rank's input.
+      for (size_t g = offset[size_t(t)] + count[size_t(t)]; g < offset[size_t(t) + 1]; ++g)
+        RANK_EXPECT(result[g] == inputs[size_t(rank)][g], "the gap after tensor %d changed", t);
+    }
+    cudaFree(dev);
     cudaStreamDestroy(stream);
     return problems;
   });

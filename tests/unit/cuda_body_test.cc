@@ -143,6 +143,25 @@ TEST(CudaMultiCopyBody, PacksAndUnpacksEveryByteOnGridsOfSeveralShapes) {
   }
 }
 
+// The by-value copy: launches of at most kInlineCopySegments segments, each
+// planned on its own, that together copy every byte.
+TEST(CudaMultiCopyBody, InlineTablesCopyEverySegmentInLaunchesOfAtMost120) {
+  uint64_t seed = 100;
+  for (const test::MultiCopyCase& c : test::multiCopyCases(false)) {
+    test::MultiCopyBuffers buffers(c, ++seed);
+    const std::vector<cuda::CopySegment> segments = buffers.hostSegments();
+    const std::vector<cuda::InlineCopyTable> tables = cuda::inlineCopyTables(segments.data(), int(segments.size()));
+    const size_t launches = (segments.size() + cuda::kInlineCopySegments - 1) / cuda::kInlineCopySegments;
+    ASSERT_EQ(tables.size(), launches) << c.name;
+    for (const cuda::InlineCopyTable& t : tables) {
+      ASSERT_GT(t.n, 0) << c.name;
+      ASSERT_LE(t.n, cuda::kInlineCopySegments) << c.name;
+      test::runMultiCopyOnCpu(std::vector<cuda::CopySegment>(t.segments, t.segments + t.n), t.chunks, 3, 32);
+    }
+    ASSERT_EQ(buffers.check(), "") << c.name;
+  }
+}
+
 TEST(CudaMultiCopyBody, ChunkPlanningSkipsEmptySegments) {
   std::vector<cuda::CopySegment> table(5);
   const uint64_t sizes[] = {0, cuda::kCopyChunkBytes + 1, 0, 0, 5};
