@@ -4,18 +4,6 @@
 
 namespace strata_torch {
 
-namespace {
-
-std::exception_ptr stoppedError(const std::string& why) {
-  try {
-    C10_THROW_ERROR(DistBackendError, why);
-  } catch (...) {
-    return std::current_exception();
-  }
-}
-
-}  // namespace
-
 OpQueue::OpQueue(std::function<void(Batch&)> run, bool overlap) : run_(std::move(run)), overlap_(overlap) {
   if (overlap_) thread_ = std::thread([this] { loop(); });
 }
@@ -26,7 +14,7 @@ void OpQueue::push(Batch batch, bool callerWaits) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) {
-      batch.work->complete(stoppedError(stopReason_));
+      batch.work->complete(distBackendError(stopReason_));
       return;
     }
     if (overlap_ && !(callerWaits && queue_.empty() && !busy_)) {
@@ -52,7 +40,7 @@ void OpQueue::stop(const std::string& why) {
     unstarted.swap(queue_);
     wake_.notify_all();
   }
-  for (Batch& b : unstarted) b.work->complete(stoppedError(why));
+  for (Batch& b : unstarted) b.work->complete(distBackendError(why));
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 

@@ -10,8 +10,6 @@
 
 namespace strata_torch {
 
-namespace {
-
 std::exception_ptr distBackendError(const std::string& what) {
   try {
     C10_THROW_ERROR(DistBackendError, what);
@@ -19,8 +17,6 @@ std::exception_ptr distBackendError(const std::string& what) {
     return std::current_exception();
   }
 }
-
-}  // namespace
 
 std::string CommLink::failure() {
   std::lock_guard<std::mutex> lock(mutex_);

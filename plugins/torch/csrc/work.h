@@ -48,6 +48,9 @@ class CommLink {
   strataComm_t comm_;
 };
 
+// A DistBackendError carrying `what`, as an exception_ptr for a Work to complete with.
+std::exception_ptr distBackendError(const std::string& what);
+
 class StrataWork : public c10d::Work {
  public:
   StrataWork(int rank, c10d::OpType type, std::shared_ptr<CommLink> link, int sourceRank = -1);

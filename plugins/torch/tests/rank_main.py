@@ -574,28 +574,35 @@ def check_zero():
     params_close("ZeroRedundancyOptimizer strata vs gloo", results[0], results[1], rtol=1e-6, atol=1e-7)
 
 
-def check_fsdp2():
+def fsdp2_trained(device, group):
+    """A small MLP sharded with FSDP2 over `group`, trained 6 steps on `device` from the same
+    initial parameters and batches on every call; returns its full parameters on the CPU."""
     from torch.distributed.device_mesh import DeviceMesh
     from torch.distributed.fsdp import fully_shard
     import torch.nn as nn
-    outs = []
-    for group in (STRATA, GLOO):
+    with torch.device("cpu"):
         torch.manual_seed(0)
         model = nn.Sequential(nn.Linear(37, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 5))
-        mesh = DeviceMesh.from_group(group, "cpu")
-        for layer in model:
-            if isinstance(layer, nn.Linear):
-                fully_shard(layer, mesh=mesh)
-        fully_shard(model, mesh=mesh)
-        opt = torch.optim.SGD(model.parameters(), lr=0.05)
-        for step in range(6):
+    model.to(device)
+    mesh = DeviceMesh.from_group(group, device.type)
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    for step in range(6):
+        with torch.device("cpu"):
             g = torch.Generator().manual_seed(step * 100 + RANK)
             x, y = torch.randn(16, 37, generator=g), torch.randn(16, 5, generator=g)
-            opt.zero_grad()
-            ((model(x) - y) ** 2).mean().backward()
-            opt.step()
-        outs.append([p.full_tensor().detach().clone() for p in model.parameters()])
-    for i, (x, y) in enumerate(zip(*outs)):
+        opt.zero_grad()
+        ((model(x.to(device)) - y.to(device)) ** 2).mean().backward()
+        opt.step()
+    return [p.full_tensor().detach().cpu() for p in model.parameters()]
+
+
+def check_fsdp2():
+    cpu = torch.device("cpu")
+    for i, (x, y) in enumerate(zip(fsdp2_trained(cpu, STRATA), fsdp2_trained(cpu, GLOO))):
         close_tol(f"FSDP2 strata vs gloo param {i}", x, y, rtol=1e-6, atol=1e-7)
 
 
@@ -603,8 +610,6 @@ def scenario_cuda_training():
     """On CUDA tensors over strata: DDP (its default hook and strata_torch.hooks' fused one) and
     FSDP2 train to the same parameters as the same model on the CPU over gloo, from the same initial
     parameters and batches (TF32 off; GPU and CPU kernels differ only in rounding)."""
-    from torch.distributed.device_mesh import DeviceMesh
-    from torch.distributed.fsdp import fully_shard
     from torch.nn.parallel import DistributedDataParallel as DDP
     import torch.nn.functional as F
     import strata_torch.hooks as hooks
@@ -635,27 +640,6 @@ def scenario_cuda_training():
     params_close("DDP fused hook on CUDA (strata) vs CPU (gloo)",
                  ddp_trained(DEVICE, STRATA, hooks.fused_allreduce_hook), want, rtol=1e-4, atol=1e-5)
     print(f"rank {RANK}: DDP on CUDA done", flush=True)
-
-    def fsdp2_trained(device, group):
-        import torch.nn as nn
-        with torch.device("cpu"):
-            torch.manual_seed(0)
-            model = nn.Sequential(nn.Linear(37, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 5))
-        model.to(device)
-        mesh = DeviceMesh.from_group(group, device.type)
-        for layer in model:
-            if isinstance(layer, nn.Linear):
-                fully_shard(layer, mesh=mesh)
-        fully_shard(model, mesh=mesh)
-        opt = torch.optim.SGD(model.parameters(), lr=0.05)
-        for step in range(6):
-            with torch.device("cpu"):
-                g = torch.Generator().manual_seed(step * 100 + RANK)
-                x, y = torch.randn(16, 37, generator=g), torch.randn(16, 5, generator=g)
-            opt.zero_grad()
-            ((model(x.to(device)) - y.to(device)) ** 2).mean().backward()
-            opt.step()
-        return [p.full_tensor().detach().cpu() for p in model.parameters()]
 
     for i, (x, y) in enumerate(zip(fsdp2_trained(DEVICE, STRATA), fsdp2_trained(torch.device("cpu"), GLOO))):
         close_tol(f"FSDP2 on CUDA (strata) vs CPU (gloo) param {i}", x, y, rtol=1e-4, atol=1e-5)
