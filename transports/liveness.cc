@@ -1,8 +1,10 @@
 #include "transports/liveness.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "core/error.h"
@@ -67,6 +69,17 @@ void LivenessSocket::throwIfGone() const {
   if (closed_)
     fail(strataRemoteError, "rank %d closed its connection (the process exited or was killed)",
          peer_);
+}
+
+void LivenessSocket::throwCauseWithin(int graceMs) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(graceMs);
+  while (!closed_) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return;
+    pollfd p{fd_.get(), POLLIN, 0};
+    if (::poll(&p, 1, int(left.count())) > 0) onReadable();  // throws on an ABORT frame
+  }
+  throwIfGone();
 }
 
 void LivenessSocket::announce(const std::string& frame) noexcept {

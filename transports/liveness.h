@@ -19,6 +19,12 @@ class LivenessSocket {
   void onReadable();
   // Throws if the peer is gone or aborted (call when it is needed and silent).
   void throwIfGone() const;
+  // A transfer with this peer failed inside a library (its endpoint's
+  // teardown fails this rank's transfers, e.g. libfabric's shm provider with
+  // EIO): waits up to `graceMs` for the peer's ABORT frame or EOF and throws
+  // what it says, since an aborting peer sends its cause (which rank died)
+  // before it tears down. Returns when neither came.
+  void throwCauseWithin(int graceMs);
   bool gone() const { return closed_; }
   void sendAbort(strataResult_t code, const std::string& message) noexcept;
   void announce(const std::string& frame) noexcept;

@@ -318,16 +318,16 @@ class TaggedChannel : public LivenessChannel {
   const char* transportName() const override { return ep_->transportName(); }
 
   Span acquireSend(size_t maxBytes) override {
-    Span s = link_->acquireSend(maxBytes);
+    Span s = reportingPeerCause([&] { return link_->acquireSend(maxBytes); });
     if (s.size == 0 && live_.gone()) live_.throwIfGone();
     return s;
   }
   void commitSend(size_t bytes) override { link_->commitSend(bytes); }
   ConstSpan peekRecv() override {
-    ConstSpan s = link_->peekRecv();
+    ConstSpan s = reportingPeerCause([&] { return link_->peekRecv(); });
     if (s.size == 0 && live_.gone()) {
       // The peer may have sent its last packet before it closed: look once more.
-      s = link_->peekRecv();
+      s = reportingPeerCause([&] { return link_->peekRecv(); });
       if (s.size == 0) live_.throwIfGone();
     }
     return s;
@@ -337,6 +337,23 @@ class TaggedChannel : public LivenessChannel {
   bool sendPending() const override { return link_->sendPending(); }
 
  private:
+  // How long a failed transfer waits for the peer's own word on why.
+  static constexpr int kCauseGraceMs = 200;
+
+  // Runs a link call; a provider error it throws is replaced by the cause the
+  // peer's liveness line gives (its ABORT, or its exit), when one comes.
+  template <typename Call>
+  auto reportingPeerCause(Call call) -> decltype(call()) {
+    try {
+      return call();
+    } catch (const PeerAbort&) {
+      throw;
+    } catch (const Error&) {
+      live_.throwCauseWithin(kCauseGraceMs);
+      throw;
+    }
+  }
+
   std::shared_ptr<TaggedEndpoint> ep_;
   TaggedLinkState* link_;
 };
