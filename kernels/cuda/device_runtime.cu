@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <cstring>
 
 #include "kernels/cuda/device_runtime.h"
 #include "kernels/cuda/launch_util.h"
@@ -74,6 +75,50 @@ std::string allocPinned(size_t bytes, void** ptr) {
 
 void freePinned(void* ptr) {
   if (ptr && cudaFreeHost(ptr) != cudaSuccess) cudaGetLastError();
+}
+
+std::string allocDevice(size_t bytes, void** ptr) {
+  *ptr = nullptr;
+  return check(cudaMalloc(ptr, bytes ? bytes : 1), "cudaMalloc (IPC staging memory)");
+}
+
+void freeDevice(void* ptr) {
+  if (ptr && cudaFree(ptr) != cudaSuccess) cudaGetLastError();
+}
+
+static_assert(sizeof(cudaIpcMemHandle_t) == kIpcHandleBytes, "cudaIpcMemHandle_t changed size");
+
+std::string ipcExport(void* ptr, uint8_t handle[kIpcHandleBytes]) {
+  cudaIpcMemHandle_t h{};
+  std::string e = check(cudaIpcGetMemHandle(&h, ptr), "cudaIpcGetMemHandle");
+  std::memcpy(handle, &h, kIpcHandleBytes);
+  return e;
+}
+
+std::string ipcOpen(const uint8_t handle[kIpcHandleBytes], void** ptr) {
+  cudaIpcMemHandle_t h{};
+  std::memcpy(&h, handle, kIpcHandleBytes);
+  *ptr = nullptr;
+  return check(cudaIpcOpenMemHandle(ptr, h, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
+}
+
+void ipcClose(void* ptr) {
+  if (ptr && cudaIpcCloseMemHandle(ptr) != cudaSuccess) cudaGetLastError();
+}
+
+std::string createStream(void** stream) {
+  cudaStream_t s = nullptr;
+  std::string e = check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  *stream = s;
+  return e;
+}
+
+void destroyStream(void* stream) {
+  if (stream && cudaStreamDestroy(asStream(stream)) != cudaSuccess) cudaGetLastError();
+}
+
+std::string streamSynchronize(void* stream) {
+  return check(cudaStreamSynchronize(asStream(stream)), "cudaStreamSynchronize");
 }
 
 std::string createEvent(void** event) {

@@ -22,6 +22,25 @@ std::string setDevice(int device);
 std::string allocPinned(size_t bytes, void** ptr);
 void freePinned(void* ptr);
 
+// Device memory (cudaMalloc, so that CUDA IPC can export it).
+std::string allocDevice(size_t bytes, void** ptr);
+void freeDevice(void* ptr);
+
+// CUDA IPC between processes of one host: a handle (a cudaIpcMemHandle_t)
+// naming a device allocation of this process, and another process's
+// allocation mapped into this one (peer access enabled as needed; ranks on
+// one GPU work too). A handle cannot be opened by the process that made it.
+constexpr size_t kIpcHandleBytes = 64;
+std::string ipcExport(void* ptr, uint8_t handle[kIpcHandleBytes]);
+std::string ipcOpen(const uint8_t handle[kIpcHandleBytes], void** ptr);
+void ipcClose(void* ptr);
+
+// A stream of strata's own (non-blocking: it never waits for the legacy
+// default stream), and waiting on the host until its work is done.
+std::string createStream(void** stream);
+void destroyStream(void* stream);
+std::string streamSynchronize(void* stream);
+
 // Events without timing, for ordering only.
 std::string createEvent(void** event);
 void destroyEvent(void* event);

@@ -28,6 +28,23 @@ std::string allocPinned(size_t, void** ptr) {
   return kWithoutCuda;
 }
 void freePinned(void*) {}
+std::string allocDevice(size_t, void** ptr) {
+  *ptr = nullptr;
+  return kWithoutCuda;
+}
+void freeDevice(void*) {}
+std::string ipcExport(void*, uint8_t*) { return kWithoutCuda; }
+std::string ipcOpen(const uint8_t*, void** ptr) {
+  *ptr = nullptr;
+  return kWithoutCuda;
+}
+void ipcClose(void*) {}
+std::string createStream(void** stream) {
+  *stream = nullptr;
+  return kWithoutCuda;
+}
+void destroyStream(void*) {}
+std::string streamSynchronize(void*) { return kWithoutCuda; }
 std::string createEvent(void** event) {
   *event = nullptr;
   return kWithoutCuda;

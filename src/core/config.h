@@ -49,6 +49,9 @@ struct Config {
   // Device buffers (src/device): pinned host staging, a ring of slots.
   size_t deviceStagingBytes = size_t(8) << 20;  // STRATA_DEVICE_STAGING_BYTES: one slot (a pipeline chunk)
   int deviceStagingSlots = 4;                   // STRATA_DEVICE_STAGING_SLOTS: chunks in flight
+  // STRATA_CUDA_IPC=0: collectives on device buffers of a one-host communicator
+  // stage through the host too, instead of reading each other's slots over CUDA IPC.
+  bool cudaIpc = true;
   // Observability (src/obs).
   std::string traceFile;           // STRATA_TRACE_FILE: Chrome trace per process (%r rank, %p pid)
   bool statsAtDestroy = false;     // STRATA_STATS=1: print the statistics at destroy

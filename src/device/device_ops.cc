@@ -6,6 +6,8 @@
 #include "core/error.h"
 #include "device/cuda_result.h"
 #include "device/device_queue.h"
+#include "device/ipc_peers.h"
+#include "device/ipc_plan.h"
 #include "device/staged_request.h"
 #include "fusion/group_fusion.h"
 #include "kernels/cuda/cuda_kernels.h"
@@ -65,6 +67,16 @@ DeviceQueue& queueFor(Comm& c, const Request& r, const char* fn) {
   return q;
 }
 
+// Whether the request's pieces go over CUDA IPC: a collective on a
+// communicator of 2 to kIpcMaxRanks ranks that all share this host, unless
+// STRATA_CUDA_IPC=0 or STRATA_TRANSPORT forces a network transport. Every
+// rank decides alike (the topology and the call are the same everywhere).
+bool ipcCanCarry(const Comm& c, const Request& r) {
+  const std::string& forced = c.config().transport;
+  return c.config().cudaIpc && (forced.empty() || forced == "shm") && ipcCarries(r.coll) &&
+         c.topology().nnodes() == 1 && c.nranks() >= 2 && c.nranks() <= kIpcMaxRanks;
+}
+
 void runHostPiece(Request& host) {
   if (host.coll == Coll::kSend || host.coll == Coll::kRecv) runP2P(*host.comm, {host});
   else runCollective(host);
@@ -77,19 +89,36 @@ void enqueueDeviceRequest(Request& r) {
   if (c.failed()) c.throwFailed();
   if (r.count == 0) return;
   DeviceQueue& q = queueFor(c, r, collName(r.coll));
+  // Over IPC a piece is staged in this rank's device slot, which the other
+  // ranks read and write; otherwise in pinned host memory, where the host
+  // collective runs.
+  IpcPeers* ipc = ipcCanCarry(c, r) ? q.ipcPeers() : nullptr;
   const WorldPlace at{c.nranks(), c.rank()};
   const size_t perElement = stagingRowsPerElement(r, at) * dtypeSize(r.dtype);
   const size_t chunk = std::max<size_t>(1, q.slotBytes() / perElement);
   const size_t pieces = (r.count + chunk - 1) / chunk;
   const size_t depth = std::min(size_t(q.slots()), pieces);
   std::vector<StagedPiece> staged(pieces);
-  std::vector<uint64_t> tickets(pieces);
+  std::vector<uint64_t> tickets(pieces), ipcSteps(pieces);
   auto copyIn = [&](size_t i) {
     const size_t offset = i * chunk, elements = std::min(chunk, r.count - offset);
-    uint8_t* area = q.beginStep(stagingBytes(r, at, elements), r.stream);
+    const size_t bytes = stagingBytes(r, at, elements);
+    uint8_t* area = nullptr;
+    if (ipc) {
+      if (bytes > ipc->slotBytes())
+        fail(strataInternalError, "cuda_ipc: a piece of %zu bytes does not fit a %zu-byte slot", bytes,
+             ipc->slotBytes());
+      ipcSteps[i] = ipc->beginStep(r.stream, &area);
+    } else {
+      area = q.beginStep(bytes, r.stream);
+    }
     staged[i] = stagePiece(r, at, offset, elements, area);
     enqueueCopy(staged[i].copyIn, r.stream);
-    tickets[i] = q.submitStep(r.stream, [host = staged[i].host]() mutable { runHostPiece(host); });
+    if (ipc)
+      tickets[i] = q.submitStep(r.stream, [ipc, step = IpcPeers::Step{ipcSteps[i], r.coll, r.dtype, r.redop, r.root,
+                                                                        elements}] { ipc->run(step); });
+    else
+      tickets[i] = q.submitStep(r.stream, [host = staged[i].host]() mutable { runHostPiece(host); });
   };
   // Copies in run ahead of the copies out by `depth` pieces (the slots).
   for (size_t i = 0; i < depth; ++i) copyIn(i);
@@ -97,6 +126,7 @@ void enqueueDeviceRequest(Request& r) {
     q.waitStep(tickets[i], r.stream);
     enqueueCopy(staged[i].copyOut, r.stream);
     q.endStep(tickets[i], r.stream);
+    if (ipc) ipc->endStep(ipcSteps[i], r.stream);
     if (i + depth < pieces) copyIn(i + depth);
   }
 }

@@ -5,6 +5,7 @@
 #include "core/comm.h"
 #include "core/error.h"
 #include "device/cuda_result.h"
+#include "device/ipc_peers.h"
 #include "core/log.h"
 #include "kernels/cuda/device_runtime.h"
 
@@ -56,6 +57,7 @@ DeviceQueue::~DeviceQueue() {
   // Whatever still waits on the counter (a failed or aborted communicator's
   // streams) goes on; its results are undefined, as NCCL's after an abort.
   __atomic_store_n(counter_, ~uint64_t(0), __ATOMIC_RELEASE);
+  ipc_.reset();  // after the release: it waits for the streams' copies out of its slots
   for (Slot& s : slots_) freeSlot(s);
   for (Slot& s : retired_) freeSlot(s);
   for (void* e : freeEvents_) cuda::destroyEvent(e);
@@ -63,13 +65,7 @@ DeviceQueue::~DeviceQueue() {
 }
 
 void DeviceQueue::freeSlot(Slot& slot) {
-  bool done = !slot.recorded;
-  if (slot.recorded) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(comm_.timeoutMs());
-    while (cuda::queryEvent(slot.released, &done).empty() && !done && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  if (done) {
+  if (!slot.recorded || eventDoneWithin(slot.released, comm_.timeoutMs())) {
     cuda::freePinned(slot.memory);
   } else {
     STRATA_WARN("device staging: a stream has not copied out of a staging slot of %zu bytes; it is left "
@@ -127,6 +123,15 @@ void DeviceQueue::endStep(uint64_t ticket, void* stream) {
   Slot& slot = slotOf(ticket);
   cudaOk(cuda::recordEvent(slot.released, stream));
   slot.recorded = true;
+}
+
+IpcPeers* DeviceQueue::ipcPeers() {
+  if (!ipcAsked_) {
+    drain();  // the exchange runs on this thread, over links the proxy may be using
+    ipcAsked_ = true;
+    ipc_ = IpcPeers::connect(comm_, device_, slotBytes_, slots());
+  }
+  return ipc_.get();
 }
 
 void DeviceQueue::drain() {

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -28,6 +29,7 @@
 namespace strata {
 
 class Comm;
+class IpcPeers;
 
 class DeviceQueue {
  public:
@@ -55,6 +57,12 @@ class DeviceQueue {
   void waitStep(uint64_t ticket, void* stream);
   // After the copies out of step `ticket` on `stream`: its slot may be reused.
   void endStep(uint64_t ticket, void* stream);
+
+  // The cuda_ipc path (ipc_peers.h), connected at the first call: null when
+  // the ranks cannot use it. Every rank must first ask at the same point (its
+  // first device collective that IPC can carry); that call drains the queue
+  // and exchanges the slots' handles over the host links.
+  IpcPeers* ipcPeers();
 
   // Waits until every submitted step has run; throws strataTimeout after the
   // communicator's timeout (a stream that never reaches its steps).
@@ -88,6 +96,8 @@ class DeviceQueue {
   std::vector<Slot> retired_;  // outgrown slot memory, freed at the end
   uint64_t* counter_ = nullptr;  // pinned; the streams wait on it
   uint64_t issued_ = 0;          // caller's thread only
+  std::unique_ptr<IpcPeers> ipc_;  // caller's thread sets it; the proxy's steps use it
+  bool ipcAsked_ = false;
 
   std::mutex mu_;
   std::condition_variable wake_, settled_;

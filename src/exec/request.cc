@@ -176,4 +176,15 @@ void runP2P(Comm& comm, const std::vector<Request>& reqs) {
   observedRun(comm, plan, Buffers{nullptr, nullptr, &ops}, true);
 }
 
+void hostAllGather(Comm& comm, const uint64_t* mine, uint64_t* all, size_t count) {
+  Request r;
+  r.comm = &comm;
+  r.coll = Coll::kAllGather;
+  r.send = mine;
+  r.recv = all;
+  r.count = count;
+  r.dtype = strataUint64;
+  runCollective(r);
+}
+
 }  // namespace strata

@@ -42,5 +42,8 @@ struct FusedBuffers {
 void runCollective(Request& r, const FusedBuffers* fused = nullptr);
 // Runs the send/recv requests of one communicator as one group.
 void runP2P(Comm& comm, const std::vector<Request>& ops);
+// Every rank's `count` words, rank by rank, into `all` (nranks x count): the
+// library's own small exchanges (fusion negotiation, cuda_ipc set-up and steps).
+void hostAllGather(Comm& comm, const uint64_t* mine, uint64_t* all, size_t count);
 
 }  // namespace strata

@@ -11,17 +11,6 @@ namespace strata {
 
 namespace {
 
-void allGather(Comm& comm, const uint64_t* mine, uint64_t* all, size_t count) {
-  Request r;
-  r.comm = &comm;
-  r.coll = Coll::kAllGather;
-  r.send = mine;
-  r.recv = all;
-  r.count = count;
-  r.dtype = strataUint64;
-  runCollective(r);
-}
-
 uint64_t describeBits(const PendingKey& k) { return uint64_t(k.dtype) | uint64_t(k.redop) << 8 | 1ull << 16; }
 
 std::string describeKey(uint64_t bits, uint64_t count) {
@@ -38,7 +27,7 @@ Agreement negotiate(Comm& comm, const std::vector<PendingKey>& mine) {
     for (uint64_t v : {k.key, k.count, describeBits(k)}) digest = (digest ^ v) * 1099511628211ull;
   uint64_t header[2] = {mine.size(), digest};
   std::vector<uint64_t> headers(2 * n);
-  allGather(comm, header, headers.data(), 2);
+  hostAllGather(comm, header, headers.data(), 2);
   Agreement out;
   bool same = true;
   size_t most = 0;
@@ -57,7 +46,7 @@ Agreement negotiate(Comm& comm, const std::vector<PendingKey>& mine) {
     records[3 * i + 1] = mine[i].count;
     records[3 * i + 2] = describeBits(mine[i]);
   }
-  if (most) allGather(comm, records.data(), all.data(), 3 * most);
+  if (most) hostAllGather(comm, records.data(), all.data(), 3 * most);
   std::vector<std::unordered_map<uint64_t, size_t>> byKey(n);  // key -> record index per rank
   for (size_t r = 0; r < n; ++r)
     for (size_t i = 0; i < headers[2 * r]; ++i) byKey[r][all[3 * (r * most + i)]] = r * most + i;

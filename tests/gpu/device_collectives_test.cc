@@ -80,6 +80,7 @@ test::CaseCaller onDevice(cudaStream_t stream) {
 struct DeviceScenario {
   int nranks;
   const char* stagingBytes;  // STRATA_DEVICE_STAGING_BYTES: small ones cut calls into many pieces
+  const char* cudaIpc;       // STRATA_CUDA_IPC: "1" reads the peers' slots, "0" stages through the host
   const char* label;
 };
 
@@ -92,7 +93,8 @@ TEST_P(DeviceCollectives, EveryCaseMatchesTheReference) {
   const DeviceScenario s = GetParam();
   test::RankSpec spec;
   spec.nranks = s.nranks;
-  spec.env = {{"STRATA_TIMEOUT_MS", "60000"}, {"STRATA_DEVICE_STAGING_BYTES", s.stagingBytes}};
+  spec.env = {{"STRATA_TIMEOUT_MS", "60000"}, {"STRATA_DEVICE_STAGING_BYTES", s.stagingBytes},
+              {"STRATA_CUDA_IPC", s.cudaIpc}};
   spec.deadlineSec = 600;
   auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
     int problems = 0;
@@ -114,9 +116,12 @@ TEST_P(DeviceCollectives, EveryCaseMatchesTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedGpu, DeviceCollectives,
-                         ::testing::Values(DeviceScenario{2, "8388608", "2ranks"},
-                                           DeviceScenario{3, "65536", "3ranks_small_staging"},
-                                           DeviceScenario{4, "65536", "4ranks_small_staging"}),
+                         ::testing::Values(DeviceScenario{2, "8388608", "1", "2ranks_ipc"},
+                                           DeviceScenario{3, "65536", "1", "3ranks_ipc_small_slots"},
+                                           DeviceScenario{4, "65536", "1", "4ranks_ipc_small_slots"},
+                                           DeviceScenario{2, "8388608", "0", "2ranks_host_staging"},
+                                           DeviceScenario{3, "65536", "0", "3ranks_host_staging_small"},
+                                           DeviceScenario{4, "65536", "0", "4ranks_host_staging_small"}),
                          [](const auto& info) { return std::string(info.param.label); });
 
 void CUDART_CB sleepOnTheStream(void* ms) {
@@ -150,6 +155,12 @@ TEST(DeviceStreams, TheCallReturnsAtOnceAndLaterWorkOnTheStreamSeesTheResult) {
     RANK_CUDA(cudaMallocHost(&back, count * 4));
     RANK_CUDA(cudaMemcpy(source, inputs[size_t(rank)].data(), count * 4, cudaMemcpyHostToDevice));
     RANK_CUDA(cudaMemset(send, 0, count * 4));
+    // The first device collective of a communicator maps the peers' staging
+    // slots (once, like NCCL's first call sets up its connections); the
+    // promise is about every call after it.
+    RANK_EXPECT(strataAllReduce(later, later, 1, strataFloat32, strataSum, comm, stream) == strataSuccess, "%s",
+                strataGetLastError(comm));
+    RANK_CUDA(cudaStreamSynchronize(stream));
     RANK_CUDA(cudaLaunchHostFunc(stream, sleepOnTheStream, reinterpret_cast<void*>(intptr_t(300))));
     cuda::ReduceCopyArgs produce;
     produce.src[0] = source;
@@ -341,6 +352,90 @@ TEST(DeviceStreams, UnsupportedUsesAreRefusedWithASentence) {
     RANK_CUDA(cudaStreamSynchronize(stream));
     RANK_CUDA(cudaMemcpy(host.data(), dev, 64 * 4, cudaMemcpyDeviceToHost));
     RANK_EXPECT(host[63] == float(n), "got %g", double(host[63]));
+    cudaFree(dev);
+    cudaStreamDestroy(stream);
+    return problems;
+  });
+  EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+}
+
+// With CUDA IPC a device all-reduce's data stays on the GPU: the host links
+// carry only the steps' small barriers; staged through the host (the same call
+// with STRATA_CUDA_IPC=0) they carry the data. The result is right both ways.
+TEST(DeviceIpc, ACollectivesDataStaysOnTheGpu) {
+  SKIP_WITHOUT_GPU();
+  for (const char* ipc : {"1", "0"}) {
+    SCOPED_TRACE(std::string("STRATA_CUDA_IPC=") + ipc);
+    test::RankSpec spec;
+    spec.nranks = 2;
+    spec.env = {{"STRATA_CUDA_IPC", ipc}};
+    const bool overIpc = ipc[0] == '1';
+    auto outcomes = test::runRanks(spec, [overIpc](int rank, int n, strataComm_t comm, const strataUniqueId&) {
+      int problems = 0;
+      const size_t count = 16 * 1048576 + 3;  // 64 MiB of float32, in several slots' pieces
+      RANK_CUDA(cudaSetDevice(0));
+      cudaStream_t stream;
+      RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      std::vector<std::vector<float>> inputs(static_cast<size_t>(n), std::vector<float>(count));
+      std::vector<const void*> ptrs;
+      for (int r = 0; r < n; ++r) {
+        test::fillRandom(strataFloat32, strataSum, inputs[size_t(r)].data(), count, 500 + size_t(r));
+        ptrs.push_back(inputs[size_t(r)].data());
+      }
+      float* dev;
+      RANK_CUDA(cudaMalloc(&dev, count * 4));
+      RANK_CUDA(cudaMemcpy(dev, inputs[size_t(rank)].data(), count * 4, cudaMemcpyHostToDevice));
+      RANK_EXPECT(strataAllReduce(dev, dev, count, strataFloat32, strataSum, comm, stream) == strataSuccess, "%s",
+                  strataGetLastError(comm));
+      RANK_CUDA(cudaStreamSynchronize(stream));
+      std::vector<float> result(count);
+      RANK_CUDA(cudaMemcpy(result.data(), dev, count * 4, cudaMemcpyDeviceToHost));
+      std::string first;
+      size_t bad = test::checkReduced(strataFloat32, strataSum, result.data(), ptrs, 0, count, &first);
+      RANK_EXPECT(bad == 0, "%zu elements wrong; first: %s", bad, first.c_str());
+      strataStats_t stats{};
+      RANK_EXPECT(strataCommGetStats(comm, &stats) == strataSuccess, "stats: %s", strataGetLastError(comm));
+      const uint64_t hostBytes = stats.transport[strataTransportShm].bytesSent;
+      if (overIpc)
+        RANK_EXPECT(hostBytes < (1u << 20), "%llu bytes crossed the host links over IPC",
+                    (unsigned long long)hostBytes);
+      else
+        RANK_EXPECT(hostBytes >= count * 4 / 2, "only %llu bytes crossed the host links staged through the host",
+                    (unsigned long long)hostBytes);
+      cudaFree(dev);
+      cudaStreamDestroy(stream);
+      return problems;
+    });
+    EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+  }
+}
+
+// Ranks whose device calls differ (here the count) fail with strataMismatch
+// on every rank, reported asynchronously, instead of reading each other's
+// slots as if they matched.
+TEST(DeviceIpc, MismatchedCallsAreAnErrorNotCorruption) {
+  SKIP_WITHOUT_GPU();
+  test::RankSpec spec;
+  spec.nranks = 3;
+  spec.env = {{"STRATA_TIMEOUT_MS", "10000"}};
+  auto outcomes = test::runRanks(spec, [](int rank, int, strataComm_t comm, const strataUniqueId&) {
+    int problems = 0;
+    RANK_CUDA(cudaSetDevice(0));
+    cudaStream_t stream;
+    RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    float* dev;
+    RANK_CUDA(cudaMalloc(&dev, 4096 * 4));
+    RANK_CUDA(cudaMemset(dev, 0, 4096 * 4));
+    RANK_EXPECT(strataAllReduce(dev, dev, 64, strataFloat32, strataSum, comm, stream) == strataSuccess, "%s",
+                strataGetLastError(comm));  // connects; agreed by all
+    const size_t count = rank == 1 ? 1001 : 1000;
+    strataResult_t rc = strataAllReduce(dev, dev, count, strataFloat32, strataSum, comm, stream);
+    RANK_EXPECT(rc == strataSuccess, "enqueue: %s", strataGetLastError(comm));
+    RANK_CUDA(cudaStreamSynchronize(stream));
+    strataResult_t async = strataSuccess;
+    RANK_EXPECT(strataCommGetAsyncError(comm, &async) == strataSuccess, "strataCommGetAsyncError failed");
+    RANK_EXPECT(async == strataMismatch, "async error %s: %s", strataGetErrorString(async), strataGetLastError(comm));
+    strataCommAbort(comm);
     cudaFree(dev);
     cudaStreamDestroy(stream);
     return problems;

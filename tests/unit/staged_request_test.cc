@@ -2,10 +2,10 @@
 // the CPU for every collective and send/recv: each rank's buffers are cut
 // into pieces, copied in and out as the GPU's 2D copies would, and between
 // the two the host collective's in-place result is computed on the staging
-// areas of all ranks (held in this one process) from the float64 reference.
-// Each rank's output must then match the reference for the whole call, for
-// world sizes 1, 2, 3 and 5, odd counts, pieces of 1 element to all of them,
-// in place and out of place, roots other than 0.
+// areas of all ranks (held in this one process) from the float64 reference
+// (support/staged_calls.h). Each rank's output must then match the reference
+// for the whole call, for world sizes 1, 2, 3 and 5, odd counts, pieces of 1
+// element to all of them, in place and out of place, roots other than 0.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -14,44 +14,10 @@
 #include "device/staged_request.h"
 #include "support/collective_check.h"
 #include "support/reference.h"
+#include "support/staged_calls.h"
 
 namespace strata {
 namespace {
-
-void copyRows(const RowCopy& c) {
-  for (size_t row = 0; row < c.rows; ++row)
-    std::memcpy(static_cast<uint8_t*>(c.dst) + row * c.dstPitch,
-                static_cast<const uint8_t*>(c.src) + row * c.srcPitch, c.rowBytes);
-}
-
-// One rank's buffers for a call, laid out as the multi-process cases lay them out.
-struct RankBuffers {
-  std::vector<uint8_t> input, sendMem, recvMem;
-  Request request;
-};
-
-RankBuffers makeRank(Coll coll, strataDataType_t dtype, strataRedOp_t op, size_t count, bool inPlace,
-                     int root, int rank, int n, uint64_t seed) {
-  const size_t e = dtypeSize(dtype);
-  const size_t sendElems = test::sendsBlocks(coll) ? count * size_t(n) : count;
-  const size_t recvElems = test::recvsBlocks(coll) ? count * size_t(n) : count;
-  RankBuffers b;
-  b.input.resize(sendElems * e);
-  test::fillRandom(dtype, op, b.input.data(), sendElems, seed);
-  b.sendMem = b.input;
-  b.recvMem.assign(std::max(sendElems, recvElems) * e, 0xCD);
-  Request& r = b.request;
-  r.coll = coll;
-  r.dtype = dtype;
-  r.redop = op;
-  r.count = count;
-  r.root = root;
-  r.inPlace = inPlace;
-  const test::CallArgs args = test::layOutCall(coll, count, e, rank, n, inPlace, b.sendMem.data(), b.recvMem.data());
-  r.send = args.send;
-  r.recv = args.recv;
-  return b;
-}
 
 // What the host collective leaves in each rank's staging area (its in-place
 // layout), computed from every rank's staged input.
@@ -117,53 +83,17 @@ std::string inPlaceLayoutProblem(const Request& h, int rank, int n, const std::v
   }
 }
 
-struct LayoutCase {
-  Coll coll;
-  strataDataType_t dtype;
-  strataRedOp_t op;
-};
+using LayoutCase = test::StagedCallCase;
 
 class StagedLayout : public ::testing::TestWithParam<LayoutCase> {};
 
 TEST_P(StagedLayout, PiecesCopiedInReducedAndCopiedOutGiveTheWholeResult) {
-  const LayoutCase lc = GetParam();
-  uint64_t seed = 7;
-  for (int n : {1, 2, 3, 5})
-    for (size_t count : {size_t(1), size_t(7), size_t(1023)})
-      for (size_t chunk : {size_t(1), size_t(5), size_t(64), count})
-        for (bool inPlace : {false, true}) {
-          const int root = n - 1;
-          SCOPED_TRACE(::testing::Message() << "n=" << n << " count=" << count << " chunk=" << chunk
-                                            << (inPlace ? " in place" : " out of place"));
-          std::vector<RankBuffers> ranks;
-          for (int r = 0; r < n; ++r) ranks.push_back(makeRank(lc.coll, lc.dtype, lc.op, count, inPlace, root, r, n, ++seed));
-          for (size_t offset = 0; offset < count; offset += chunk) {
-            const size_t elements = std::min(chunk, count - offset);
-            std::vector<std::vector<uint8_t>> areas{size_t(n)};
-            std::vector<StagedPiece> pieces;
-            for (int r = 0; r < n; ++r) {
-              const WorldPlace at{n, r};
-              areas[size_t(r)].assign(stagingBytes(ranks[size_t(r)].request, at, elements), 0xEE);
-              pieces.push_back(stagePiece(ranks[size_t(r)].request, at, offset, elements, areas[size_t(r)].data()));
-              ASSERT_EQ(pieces.back().host.count, elements);
-              ASSERT_EQ(inPlaceLayoutProblem(pieces.back().host, r, n, areas[size_t(r)]), "") << "rank " << r;
-              copyRows(pieces.back().copyIn);
-            }
-            emulateHostCollective(pieces, root);
-            if (HasFatalFailure()) return;
-            for (const StagedPiece& p : pieces) copyRows(p.copyOut);
-          }
-          std::vector<const void*> inputs;
-          for (const RankBuffers& b : ranks) inputs.push_back(b.input.data());
-          if (lc.coll == Coll::kReduce && !inPlace)
-            for (int r = 0; r < n - 1; ++r)  // ranks other than the root: recv is not theirs to write
-              for (uint8_t byte : ranks[size_t(r)].recvMem) ASSERT_EQ(byte, 0xCD) << "rank " << r << " recv written";
-          for (int r = 0; r < n; ++r)
-            ASSERT_EQ(test::checkOutput(lc.coll, lc.dtype, lc.op, n, r, root, count, inputs,
-                                        ranks[size_t(r)].request.recv),
-                      "")
-                << "rank " << r;
-        }
+  test::checkStagedCalls(GetParam(), {1, 2, 3, 5}, [](test::StagedStep& step) {
+    const int n = int(step.pieces.size());
+    for (int r = 0; r < n; ++r)
+      ASSERT_EQ(inPlaceLayoutProblem(step.pieces[size_t(r)].host, r, n, step.areas[size_t(r)]), "") << "rank " << r;
+    emulateHostCollective(step.pieces, step.root);
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -204,9 +134,9 @@ TEST(StagedLayout, SendAndReceivePiecesMoveTheBytes) {
     StagedPiece pr = stagePiece(recv, {2, 1}, offset, elements, b.data());
     EXPECT_EQ(ps.copyOut.rows, 0u);
     EXPECT_EQ(pr.copyIn.rows, 0u);
-    copyRows(ps.copyIn);
+    test::copyRows(ps.copyIn);
     std::memcpy(pr.host.recv, ps.host.send, elements * 8);  // the transfer
-    copyRows(pr.copyOut);
+    test::copyRows(pr.copyOut);
   }
   EXPECT_EQ(std::memcmp(received.data(), input.data(), count * 8), 0);
 }
