@@ -13,7 +13,8 @@
 #          subset of the kernel tests.
 #   bench: the kernel benchmark beside the device's own copy
 #          (strata-gpu-kernels), and device-buffer collectives (strata-perf -G 1,
-#          ranks sharing the GPU), checked (-c 1) and timed.
+#          ranks sharing the GPU, over cuda_ipc and staged through the host),
+#          checked (-c 1) and timed.
 #   torch: strata_torch built against the machine's torch, and its CUDA tests
 #          (pytest -k cuda: every collective on CUDA tensors, ProcessGroupNCCL's
 #          stream rules, DDP and FSDP2, a dead peer).
@@ -111,9 +112,11 @@ run_bench() {
   local np coll f
   for np in 2 4; do
     for coll in all_reduce reduce_scatter all_gather; do
-      build-gpu/bench/strata-perf "$coll" -np "$np" -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1 \
-        >"$log/perf_${coll}_${np}.txt" 2>&1 || status=1
+      STRATA_CUDA_IPC=1 build-gpu/bench/strata-perf "$coll" -np "$np" -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1 \
+        >"$log/perf_${coll}_${np}_ipc.txt" 2>&1 || status=1
     done
+    STRATA_CUDA_IPC=0 build-gpu/bench/strata-perf all_reduce -np "$np" -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1 \
+      >"$log/perf_all_reduce_${np}_host_staging.txt" 2>&1 || status=1
   done
   {
     echo "## Benchmarks"
@@ -129,9 +132,15 @@ run_bench() {
     echo
     echo "### Device-buffer collectives (\`strata-perf COLL -np N -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1\`)"
     echo
-    echo "Ranks share the one GPU; each call is staged through pinned host memory and the host transports"
-    echo "(shared memory), so these figures measure that path, not NVLink."
+    echo "Ranks share the one GPU. \`_ipc\`: STRATA_CUDA_IPC=1, the ranks reduce in each other's device slots"
+    echo "(cuda_ipc); \`_host_staging\`: STRATA_CUDA_IPC=0, each piece is staged through pinned host memory and"
+    echo "reduced over the host transports (shared memory). One GPU's memory, not NVLink."
+    echo
+    echo "Target (issue 6): all_reduce at 256 MiB over cuda_ipc >= 5x the busbw of torch's gloo on CUDA"
+    echo "tensors (the compare part below), 8 B latency <= 30 us."
     for f in "$log"/perf_*.txt; do
+      echo
+      echo "$(basename "$f" .txt):"
       echo
       echo '```'
       cat "$f"

@@ -120,8 +120,7 @@ INSTANTIATE_TEST_SUITE_P(SharedGpu, DeviceCollectives,
                                            DeviceScenario{3, "65536", "1", "3ranks_ipc_small_slots"},
                                            DeviceScenario{4, "65536", "1", "4ranks_ipc_small_slots"},
                                            DeviceScenario{2, "8388608", "0", "2ranks_host_staging"},
-                                           DeviceScenario{3, "65536", "0", "3ranks_host_staging_small"},
-                                           DeviceScenario{4, "65536", "0", "4ranks_host_staging_small"}),
+                                           DeviceScenario{3, "65536", "0", "3ranks_host_staging_small"}),
                          [](const auto& info) { return std::string(info.param.label); });
 
 void CUDART_CB sleepOnTheStream(void* ms) {
