@@ -7,6 +7,9 @@
 #                and recovery tests, and each fuzz target for STRATA_FUZZ_SECONDS (30).
 #   build-tsan/  ThreadSanitizer: the threaded parts (fusion contexts' threads, the
 #                bootstrap root thread, the SIGUSR1 dump thread) and their callers.
+# Both build the emulated device (STRATA_CUDA=EMULATED, kernels/cuda/emulated) and
+# run the GPU tier's device-buffer tests on it (ctest -L emulated): the device
+# path's queue, proxy thread, staging and cuda_ipc steps, without a GPU.
 # Usage: scripts/sanitize.sh [asan|tsan]   (both by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +19,8 @@ clang_build() {  # dir, sanitizers, extra cmake args...
   local dir=$1 san=$2
   shift 2
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
-    -DCMAKE_CXX_COMPILER=clang++ -DSTRATA_SANITIZE="$san" -DSTRATA_BUILD_BENCH=OFF "$@" >/dev/null
+    -DCMAKE_CXX_COMPILER=clang++ -DSTRATA_SANITIZE="$san" -DSTRATA_BUILD_BENCH=OFF -DSTRATA_CUDA=EMULATED \
+    "$@" >/dev/null
   cmake --build "$dir" --parallel "$(nproc)"
 }
 multiproc='Collectives.*/(shm_3ranks|tcp_3ranks_2sockets|ofi_3ranks_tcp|ucx_3ranks_tcp)$'
@@ -31,6 +35,7 @@ if [ "$jobs" = all ] || [ "$jobs" = asan ]; then
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   ctest --test-dir build-asan --output-on-failure --timeout 900 -L 'unit|fuzz'
   ctest --test-dir build-asan --output-on-failure --timeout 900 -L multiproc -R "$multiproc"
+  ctest --test-dir build-asan --output-on-failure --timeout 900 -L emulated
 fi
 if [ "$jobs" = all ] || [ "$jobs" = tsan ]; then
   clang_build build-tsan thread
@@ -38,4 +43,5 @@ if [ "$jobs" = all ] || [ "$jobs" = tsan ]; then
   ctest --test-dir build-tsan --output-on-failure --timeout 900 -L unit -R 'Fusion|Plan'
   ctest --test-dir build-tsan --output-on-failure --timeout 900 -L multiproc \
     -R '^(FusionContext|FlightRecorder\.Sigusr|Recovery|Strangers|Stats)\.|FusionContextTest.*/3ranks$|Collectives.*/shm_3ranks$'
+  ctest --test-dir build-tsan --output-on-failure --timeout 900 -L emulated
 fi

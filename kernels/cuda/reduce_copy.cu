@@ -7,6 +7,7 @@
 
 #include "core/dtype.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/host_bodies.h"
 #include "kernels/cuda/launch_util.h"
 #include "kernels/cuda/reduce_copy_body.h"
 
@@ -65,21 +66,11 @@ int visibleDevices() {
 
 std::string enqueueReduceCopy(const ReduceCopyArgs& args, strataDataType_t dtype, strataRedOp_t op,
                               void* stream) {
+  if (std::string refused = checkReduceCopyArgs(args, dtype, op); !refused.empty()) return refused;
   const KernelFn kernel = kernelFor(dtype, op);
   if (!kernel) return sentence("reduce-copy: invalid dtype %d or op %d", int(dtype), int(op));
-  if (args.nsrc < 1 || args.nsrc > kMaxSources || args.ndst < 1 || args.ndst > kMaxDestinations)
-    return sentence("reduce-copy: %d sources and %d destinations; 1-%d and 1-%d are supported", args.nsrc,
-                    args.ndst, kMaxSources, kMaxDestinations);
   if (args.count == 0) return "";
   const size_t size = dtypeSize(dtype);
-  for (int s = 0; s < args.nsrc; ++s)
-    if (!args.src[s] || reinterpret_cast<uintptr_t>(args.src[s]) % size)
-      return sentence("reduce-copy: source %d (%p) is null or not aligned to its %zu-byte %s elements", s,
-                      args.src[s], size, dtypeName(dtype));
-  for (int d = 0; d < args.ndst; ++d)
-    if (!args.dst[d] || reinterpret_cast<uintptr_t>(args.dst[d]) % size)
-      return sentence("reduce-copy: destination %d (%p) is null or not aligned to its %zu-byte %s elements", d,
-                      args.dst[d], size, dtypeName(dtype));
   int device = 0;
   cudaError_t error = cudaGetDevice(&device);
   if (error != cudaSuccess) return sentence("reduce-copy: no usable CUDA device (%s)", cudaGetErrorString(error));

@@ -8,6 +8,10 @@
 #include <cstdint>
 #include <mutex>
 
+#ifdef STRATA_CUDA_EMULATED
+#include "kernels/cuda/emulated/emulated_device.h"
+#endif
+
 namespace strata {
 
 namespace {
@@ -94,6 +98,9 @@ const CudaQueries& cudaQueries() {
 
 MemoryKind memoryKindOf(const void* ptr) {
   if (!ptr) return MemoryKind::kHost;
+#ifdef STRATA_CUDA_EMULATED
+  if (cuda::emulated::isDevice(ptr)) return MemoryKind::kDevice;
+#endif
   const CudaQueries& cuda = cudaQueries();
   if (!cuda.driver && !cuda.runtime) return MemoryKind::kHost;
   if (cuda.driver) {

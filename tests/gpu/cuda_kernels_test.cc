@@ -14,6 +14,7 @@
 
 #include "core/dtype.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/host_bodies.h"
 #include "support/multi_copy_cases.h"
 #include "support/reduce_copy_cases.h"
 
@@ -62,7 +63,7 @@ TEST_P(CudaKernelTest, EveryCaseMatchesTheReference) {
     runOnDevice(buffers, c, stream);
     if (HasFatalFailure()) break;
     ASSERT_EQ(buffers.check(), "");
-    test::runReduceCopyOnCpu(dtype, op, onCpu.hostArgs(), 1);
+    cuda::reduceCopyOnHost(dtype, op, onCpu.hostArgs(), 1);
     ASSERT_EQ(std::memcmp(buffers.destination(0), onCpu.destination(0), c.count * dtypeSize(dtype)), 0)
         << c.name() << ": the GPU's bits differ from the kernel body's on the CPU";
   }

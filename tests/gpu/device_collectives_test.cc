@@ -409,6 +409,52 @@ TEST(DeviceIpc, ACollectivesDataStaysOnTheGpu) {
   }
 }
 
+#ifdef STRATA_CUDA_EMULATED
+// One rank cannot map the others' slots (the emulated device refuses it on
+// request): every rank learns it from the set-up's exchange and stages
+// through the host, and the result is right. Only the emulator can refuse.
+TEST(DeviceIpc, WhenOneRankCannotMapEveryRankStagesThroughTheHost) {
+  test::RankSpec spec;
+  spec.nranks = 3;
+  auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
+    int problems = 0;
+    if (rank == 1) setenv("STRATA_EMULATED_IPC_OPEN_FAILS", "1", 1);
+    const size_t count = 100003;
+    cudaStream_t stream;
+    RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    std::vector<std::vector<float>> inputs(static_cast<size_t>(n), std::vector<float>(count));
+    std::vector<const void*> ptrs;
+    for (int r = 0; r < n; ++r) {
+      test::fillRandom(strataFloat32, strataSum, inputs[size_t(r)].data(), count, 900 + size_t(r));
+      ptrs.push_back(inputs[size_t(r)].data());
+    }
+    float* dev;
+    RANK_CUDA(cudaMalloc(&dev, count * 4));
+    RANK_CUDA(cudaMemcpy(dev, inputs[size_t(rank)].data(), count * 4, cudaMemcpyHostToDevice));
+    RANK_EXPECT(strataAllReduce(dev, dev, count, strataFloat32, strataSum, comm, stream) == strataSuccess, "%s",
+                strataGetLastError(comm));
+    RANK_CUDA(cudaStreamSynchronize(stream));
+    strataResult_t async = strataSuccess;
+    RANK_EXPECT(strataCommGetAsyncError(comm, &async) == strataSuccess && async == strataSuccess, "async error: %s",
+                strataGetLastError(comm));
+    std::vector<float> result(count);
+    RANK_CUDA(cudaMemcpy(result.data(), dev, count * 4, cudaMemcpyDeviceToHost));
+    std::string first;
+    size_t bad = test::checkReduced(strataFloat32, strataSum, result.data(), ptrs, 0, count, &first);
+    RANK_EXPECT(bad == 0, "%zu elements wrong; first: %s", bad, first.c_str());
+    strataStats_t stats{};
+    RANK_EXPECT(strataCommGetStats(comm, &stats) == strataSuccess, "stats: %s", strataGetLastError(comm));
+    RANK_EXPECT(stats.transport[strataTransportShm].bytesSent >= count * 4 / 2,
+                "only %llu bytes crossed the host links: not staged through the host",
+                (unsigned long long)stats.transport[strataTransportShm].bytesSent);
+    cudaFree(dev);
+    cudaStreamDestroy(stream);
+    return problems;
+  });
+  EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+}
+#endif
+
 // Ranks whose device calls differ (here the count) fail with strataMismatch
 // on every rank, reported asynchronously, instead of reading each other's
 // slots as if they matched.

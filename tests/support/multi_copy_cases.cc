@@ -3,7 +3,7 @@
 #include <cstring>
 #include <random>
 
-#include "kernels/cuda/multi_copy_body.h"
+#include "kernels/cuda/host_bodies.h"
 
 namespace strata::test {
 
@@ -33,9 +33,7 @@ std::vector<MultiCopyCase> multiCopyCases(bool large) {
 
 void runMultiCopyOnCpu(const std::vector<cuda::CopySegment>& table, uint64_t chunks, uint64_t blocks,
                        uint64_t threads) {
-  for (uint64_t b = 0; b < blocks; ++b)
-    for (uint64_t t = 0; t < threads; ++t)
-      cuda::body::multiCopyBlock(table.data(), int(table.size()), chunks, b, blocks, t, threads);
+  cuda::multiCopyOnHost(table.data(), int(table.size()), chunks, blocks, threads);
 }
 
 uint64_t MultiCopyBuffers::contiguousStart(int tensor) const {

@@ -3,7 +3,6 @@
 #include <cstring>
 
 #include "core/dtype.h"
-#include "kernels/cuda/reduce_copy_body.h"
 #include "support/reference.h"
 
 namespace strata::test {
@@ -13,39 +12,6 @@ const char* layoutName(Layout l) {
   return l == Layout::kAligned ? "aligned" : l == Layout::kSameOffset ? "same-offset" : "mixed-offsets";
 }
 }  // namespace
-
-namespace {
-template <class Op>
-void runWorker(strataDataType_t dtype, const cuda::ReduceCopyArgs& a, uint64_t w, uint64_t workers) {
-  using namespace cuda;
-  switch (dtype) {
-    case strataInt8: return body::reduceCopyWorker<int8_t, Op>(a, w, workers);
-    case strataUint8: return body::reduceCopyWorker<uint8_t, Op>(a, w, workers);
-    case strataInt32: return body::reduceCopyWorker<int32_t, Op>(a, w, workers);
-    case strataUint32: return body::reduceCopyWorker<uint32_t, Op>(a, w, workers);
-    case strataInt64: return body::reduceCopyWorker<int64_t, Op>(a, w, workers);
-    case strataUint64: return body::reduceCopyWorker<uint64_t, Op>(a, w, workers);
-    case strataFloat16: return body::reduceCopyWorker<ops::Half, Op>(a, w, workers);
-    case strataBfloat16: return body::reduceCopyWorker<ops::Bf16, Op>(a, w, workers);
-    case strataFloat32: return body::reduceCopyWorker<float, Op>(a, w, workers);
-    case strataFloat64: return body::reduceCopyWorker<double, Op>(a, w, workers);
-    default: return;
-  }
-}
-}  // namespace
-
-void runReduceCopyOnCpu(strataDataType_t dtype, strataRedOp_t op, const cuda::ReduceCopyArgs& a,
-                        uint64_t workers) {
-  for (uint64_t w = 0; w < workers; ++w) {
-    switch (op) {
-      case strataSum: case strataAvg: runWorker<cuda::ops::Sum>(dtype, a, w, workers); break;
-      case strataProd: runWorker<cuda::ops::Prod>(dtype, a, w, workers); break;
-      case strataMax: runWorker<cuda::ops::Max>(dtype, a, w, workers); break;
-      case strataMin: runWorker<cuda::ops::Min>(dtype, a, w, workers); break;
-      default: return;
-    }
-  }
-}
 
 std::string ReduceCopyCase::name() const {
   return std::string(dtypeName(dtype)) + " " + redOpName(op) + " nsrc " + std::to_string(nsrc) + " ndst " +

@@ -36,10 +36,6 @@ struct ReduceCopyCase {
 // 1 and 2 destinations, odd counts from 0 up, each layout, in place or not.
 std::vector<ReduceCopyCase> reduceCopyCases(strataDataType_t dtype, strataRedOp_t op, bool large);
 
-// What a grid of `workers` GPU threads computes, run on the CPU one worker
-// after another (the kernel's body, kernels/cuda/reduce_copy_body.h).
-void runReduceCopyOnCpu(strataDataType_t dtype, strataRedOp_t op, const cuda::ReduceCopyArgs& a,
-                        uint64_t workers);
 
 class ReduceCopyBuffers {
  public:

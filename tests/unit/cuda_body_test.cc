@@ -9,6 +9,7 @@
 
 #include "core/dtype.h"
 #include "kernels/cpu/reduce.h"
+#include "kernels/cuda/host_bodies.h"
 #include "kernels/cuda/multi_copy_body.h"
 #include "support/multi_copy_cases.h"
 #include "support/reduce_copy_cases.h"
@@ -30,7 +31,7 @@ TEST_P(CudaBodyTest, EveryCaseMatchesTheReferenceOnGridsOfSeveralSizes) {
     // threads than elements (most idle).
     for (uint64_t workers : {uint64_t(1), uint64_t(5), uint64_t(1536)}) {
       test::ReduceCopyBuffers buffers(c, ++seed);
-      test::runReduceCopyOnCpu(dtype, op, buffers.hostArgs(), workers);
+      cuda::reduceCopyOnHost(dtype, op, buffers.hostArgs(), workers);
       const std::string problem = buffers.check();
       ASSERT_EQ(problem, "") << "grid of " << workers << " threads";
     }
@@ -53,7 +54,7 @@ TEST_P(CudaBodyBitsTest, TwoSourcesGiveTheCpuKernelsBits) {
   std::vector<uint8_t> cpu(bytes);
   kernels::reduce(cpu.data(), a.src[0], a.src[1], c.count, dtype, op == strataAvg ? strataSum : op);
   if (op == strataAvg) kernels::divide(cpu.data(), cpu.data(), c.count, dtype, 2);
-  test::runReduceCopyOnCpu(dtype, op, a, 64);
+  cuda::reduceCopyOnHost(dtype, op, a, 64);
   EXPECT_EQ(std::memcmp(cpu.data(), a.dst[0], bytes), 0) << dtypeName(dtype) << " " << redOpName(op);
 }
 

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "device/ipc_plan.h"
 #include "kernels/cuda/cuda_kernels.h"
+#include "kernels/cuda/host_bodies.h"
 #include "support/reduce_copy_cases.h"
 #include "support/staged_calls.h"
 
@@ -67,7 +68,7 @@ void runWork(const IpcWork& w, strataDataType_t dtype, strataRedOp_t op, std::ve
     a.dst[a.ndst++] = at(r.dst);
     a.count = r.count;
     a.divisor = w.divisor;
-    test::runReduceCopyOnCpu(dtype, op, a, 96);
+    cuda::reduceCopyOnHost(dtype, op, a, 96);
   }
   for (const IpcCopy& c : w.copies) std::memmove(at(c.dst), at(c.src), c.bytes);
 }
