@@ -3,6 +3,8 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "core/dtype.h"
+
 #include "kernels/cuda/multi_copy_body.h"
 #include "kernels/cuda/reduce_copy_body.h"
 
@@ -37,22 +39,11 @@ std::string said(const char* format, ...) {
   return buf;
 }
 
-size_t elementBytes(strataDataType_t dtype) {
-  switch (dtype) {
-    case strataInt8: case strataUint8: return 1;
-    case strataFloat16: case strataBfloat16: return 2;
-    case strataInt32: case strataUint32: case strataFloat32: return 4;
-    case strataInt64: case strataUint64: case strataFloat64: return 8;
-    default: return 0;
-  }
-}
-
 }  // namespace
 
 std::string checkReduceCopyArgs(const ReduceCopyArgs& args, strataDataType_t dtype, strataRedOp_t op) {
-  const size_t size = elementBytes(dtype);
-  const bool opKnown = op == strataSum || op == strataAvg || op == strataProd || op == strataMax || op == strataMin;
-  if (!size || !opKnown) return said("reduce-copy: invalid dtype %d or op %d", int(dtype), int(op));
+  const size_t size = dtypeSize(dtype);
+  if (!size || !validRedOp(op)) return said("reduce-copy: invalid dtype %d or op %d", int(dtype), int(op));
   if (args.nsrc < 1 || args.nsrc > kMaxSources || args.ndst < 1 || args.ndst > kMaxDestinations)
     return said("reduce-copy: %d sources and %d destinations; 1-%d and 1-%d are supported", args.nsrc, args.ndst,
                 kMaxSources, kMaxDestinations);

@@ -358,6 +358,43 @@ TEST(DeviceStreams, UnsupportedUsesAreRefusedWithASentence) {
   EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
 }
 
+// Rank `rank`'s part of an in-place float32 sum all-reduce of `count` random
+// elements (seeded per rank) on the device: the call, no asynchronous error,
+// the result against the reference; then how many bytes this rank sent over
+// the host links (shared memory), in *hostBytes.
+int allReduceOnTheDevice(int rank, int n, strataComm_t comm, size_t count, uint64_t seed, uint64_t* hostBytes) {
+  int problems = 0;
+  RANK_CUDA(cudaSetDevice(0));
+  cudaStream_t stream;
+  RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::vector<std::vector<float>> inputs(static_cast<size_t>(n), std::vector<float>(count));
+  std::vector<const void*> ptrs;
+  for (int r = 0; r < n; ++r) {
+    test::fillRandom(strataFloat32, strataSum, inputs[size_t(r)].data(), count, seed + size_t(r));
+    ptrs.push_back(inputs[size_t(r)].data());
+  }
+  float* dev;
+  RANK_CUDA(cudaMalloc(&dev, count * 4));
+  RANK_CUDA(cudaMemcpy(dev, inputs[size_t(rank)].data(), count * 4, cudaMemcpyHostToDevice));
+  RANK_EXPECT(strataAllReduce(dev, dev, count, strataFloat32, strataSum, comm, stream) == strataSuccess, "%s",
+              strataGetLastError(comm));
+  RANK_CUDA(cudaStreamSynchronize(stream));
+  strataResult_t async = strataSuccess;
+  RANK_EXPECT(strataCommGetAsyncError(comm, &async) == strataSuccess && async == strataSuccess, "async error: %s",
+              strataGetLastError(comm));
+  std::vector<float> result(count);
+  RANK_CUDA(cudaMemcpy(result.data(), dev, count * 4, cudaMemcpyDeviceToHost));
+  std::string first;
+  size_t bad = test::checkReduced(strataFloat32, strataSum, result.data(), ptrs, 0, count, &first);
+  RANK_EXPECT(bad == 0, "%zu elements wrong; first: %s", bad, first.c_str());
+  strataStats_t stats{};
+  RANK_EXPECT(strataCommGetStats(comm, &stats) == strataSuccess, "stats: %s", strataGetLastError(comm));
+  *hostBytes = stats.transport[strataTransportShm].bytesSent;
+  cudaFree(dev);
+  cudaStreamDestroy(stream);
+  return problems;
+}
+
 // With CUDA IPC a device all-reduce's data stays on the GPU: the host links
 // carry only the steps' small barriers; staged through the host (the same call
 // with STRATA_CUDA_IPC=0) they carry the data. The result is right both ways.
@@ -370,39 +407,15 @@ TEST(DeviceIpc, ACollectivesDataStaysOnTheGpu) {
     spec.env = {{"STRATA_CUDA_IPC", ipc}};
     const bool overIpc = ipc[0] == '1';
     auto outcomes = test::runRanks(spec, [overIpc](int rank, int n, strataComm_t comm, const strataUniqueId&) {
-      int problems = 0;
       const size_t count = 16 * 1048576 + 3;  // 64 MiB of float32, in several slots' pieces
-      RANK_CUDA(cudaSetDevice(0));
-      cudaStream_t stream;
-      RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-      std::vector<std::vector<float>> inputs(static_cast<size_t>(n), std::vector<float>(count));
-      std::vector<const void*> ptrs;
-      for (int r = 0; r < n; ++r) {
-        test::fillRandom(strataFloat32, strataSum, inputs[size_t(r)].data(), count, 500 + size_t(r));
-        ptrs.push_back(inputs[size_t(r)].data());
-      }
-      float* dev;
-      RANK_CUDA(cudaMalloc(&dev, count * 4));
-      RANK_CUDA(cudaMemcpy(dev, inputs[size_t(rank)].data(), count * 4, cudaMemcpyHostToDevice));
-      RANK_EXPECT(strataAllReduce(dev, dev, count, strataFloat32, strataSum, comm, stream) == strataSuccess, "%s",
-                  strataGetLastError(comm));
-      RANK_CUDA(cudaStreamSynchronize(stream));
-      std::vector<float> result(count);
-      RANK_CUDA(cudaMemcpy(result.data(), dev, count * 4, cudaMemcpyDeviceToHost));
-      std::string first;
-      size_t bad = test::checkReduced(strataFloat32, strataSum, result.data(), ptrs, 0, count, &first);
-      RANK_EXPECT(bad == 0, "%zu elements wrong; first: %s", bad, first.c_str());
-      strataStats_t stats{};
-      RANK_EXPECT(strataCommGetStats(comm, &stats) == strataSuccess, "stats: %s", strataGetLastError(comm));
-      const uint64_t hostBytes = stats.transport[strataTransportShm].bytesSent;
+      uint64_t hostBytes = 0;
+      int problems = allReduceOnTheDevice(rank, n, comm, count, 500, &hostBytes);
       if (overIpc)
         RANK_EXPECT(hostBytes < (1u << 20), "%llu bytes crossed the host links over IPC",
                     (unsigned long long)hostBytes);
       else
         RANK_EXPECT(hostBytes >= count * 4 / 2, "only %llu bytes crossed the host links staged through the host",
                     (unsigned long long)hostBytes);
-      cudaFree(dev);
-      cudaStreamDestroy(stream);
       return problems;
     });
     EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
@@ -417,38 +430,12 @@ TEST(DeviceIpc, WhenOneRankCannotMapEveryRankStagesThroughTheHost) {
   test::RankSpec spec;
   spec.nranks = 3;
   auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
-    int problems = 0;
     if (rank == 1) setenv("STRATA_EMULATED_IPC_OPEN_FAILS", "1", 1);
     const size_t count = 100003;
-    cudaStream_t stream;
-    RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    std::vector<std::vector<float>> inputs(static_cast<size_t>(n), std::vector<float>(count));
-    std::vector<const void*> ptrs;
-    for (int r = 0; r < n; ++r) {
-      test::fillRandom(strataFloat32, strataSum, inputs[size_t(r)].data(), count, 900 + size_t(r));
-      ptrs.push_back(inputs[size_t(r)].data());
-    }
-    float* dev;
-    RANK_CUDA(cudaMalloc(&dev, count * 4));
-    RANK_CUDA(cudaMemcpy(dev, inputs[size_t(rank)].data(), count * 4, cudaMemcpyHostToDevice));
-    RANK_EXPECT(strataAllReduce(dev, dev, count, strataFloat32, strataSum, comm, stream) == strataSuccess, "%s",
-                strataGetLastError(comm));
-    RANK_CUDA(cudaStreamSynchronize(stream));
-    strataResult_t async = strataSuccess;
-    RANK_EXPECT(strataCommGetAsyncError(comm, &async) == strataSuccess && async == strataSuccess, "async error: %s",
-                strataGetLastError(comm));
-    std::vector<float> result(count);
-    RANK_CUDA(cudaMemcpy(result.data(), dev, count * 4, cudaMemcpyDeviceToHost));
-    std::string first;
-    size_t bad = test::checkReduced(strataFloat32, strataSum, result.data(), ptrs, 0, count, &first);
-    RANK_EXPECT(bad == 0, "%zu elements wrong; first: %s", bad, first.c_str());
-    strataStats_t stats{};
-    RANK_EXPECT(strataCommGetStats(comm, &stats) == strataSuccess, "stats: %s", strataGetLastError(comm));
-    RANK_EXPECT(stats.transport[strataTransportShm].bytesSent >= count * 4 / 2,
-                "only %llu bytes crossed the host links: not staged through the host",
-                (unsigned long long)stats.transport[strataTransportShm].bytesSent);
-    cudaFree(dev);
-    cudaStreamDestroy(stream);
+    uint64_t hostBytes = 0;
+    int problems = allReduceOnTheDevice(rank, n, comm, count, 900, &hostBytes);
+    RANK_EXPECT(hostBytes >= count * 4 / 2, "only %llu bytes crossed the host links: not staged through the host",
+                (unsigned long long)hostBytes);
     return problems;
   });
   EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
