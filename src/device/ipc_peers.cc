@@ -161,7 +161,7 @@ void IpcPeers::run(const Step& s) {
   for (const IpcReduce& r : w.reduces) {
     cuda::ReduceCopyArgs a;
     for (const IpcRegion& src : r.srcs) a.src[a.nsrc++] = at(src);
-    a.dst[a.ndst++] = at(r.dst);
+    for (const IpcRegion& dst : r.dsts) a.dst[a.ndst++] = at(dst);
     a.count = r.count;
     a.divisor = w.divisor;
     cudaOk(cuda::enqueueReduceCopy(a, s.dtype, s.op, stream_));

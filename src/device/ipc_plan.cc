@@ -22,10 +22,10 @@ Shard shardOf(size_t elements, size_t elementBytes, int nranks, int q) {
   return {std::min(elements, size_t(q) * per), std::min(elements, size_t(q + 1) * per)};
 }
 
-// dst = the op over every rank's slot at `offset`, sources in rank order.
-IpcReduce reduceAcrossRanks(IpcRegion dst, size_t offset, size_t count, int nranks) {
+// dsts = the op over every rank's slot at `offset`, sources in rank order.
+IpcReduce reduceAcrossRanks(std::vector<IpcRegion> dsts, size_t offset, size_t count, int nranks) {
   IpcReduce r;
-  r.dst = dst;
+  r.dsts = std::move(dsts);
   r.count = count;
   for (int q = 0; q < nranks; ++q) r.srcs.push_back({q, offset});
   return r;
@@ -58,13 +58,17 @@ IpcWork planIpcStep(Coll coll, strataDataType_t dtype, strataRedOp_t op, int roo
   if (elements == 0) return w;
   switch (coll) {
     case Coll::kAllReduce: {
-      // Reduce my shard into my slot, then give it to every other slot.
+      // Reduce my shard into my slot and, in the same pass, the next rank's;
+      // then copy it to every other slot (none on 2 ranks).
       const Shard s = shardOf(elements, e, n, me);
       if (s.end == s.begin) break;
       const size_t at = s.begin * e, bytes = (s.end - s.begin) * e;
-      w.reduces.push_back(reduceAcrossRanks({me, at}, at, s.end - s.begin, n));
+      const int next = (me + 1) % n;
+      std::vector<IpcRegion> dsts{{me, at}};
+      if (next != me) dsts.push_back({next, at});
+      w.reduces.push_back(reduceAcrossRanks(dsts, at, s.end - s.begin, n));
       for (int q = 0; q < n; ++q)
-        if (q != me) w.copies.push_back({{q, at}, {me, at}, bytes});
+        if (q != me && q != next) w.copies.push_back({{q, at}, {me, at}, bytes});
       break;
     }
     case Coll::kReduce: {
@@ -72,12 +76,12 @@ IpcWork planIpcStep(Coll coll, strataDataType_t dtype, strataRedOp_t op, int roo
       const Shard s = shardOf(elements, e, n, me);
       if (s.end == s.begin) break;
       const size_t at = s.begin * e;
-      w.reduces.push_back(reduceAcrossRanks({root, at}, at, s.end - s.begin, n));
+      w.reduces.push_back(reduceAcrossRanks({{root, at}}, at, s.end - s.begin, n));
       break;
     }
     case Coll::kReduceScatter:
       // Row `me` of every slot, reduced into row `me` of mine.
-      w.reduces.push_back(reduceAcrossRanks({me, size_t(me) * row}, size_t(me) * row, elements, n));
+      w.reduces.push_back(reduceAcrossRanks({{me, size_t(me) * row}}, size_t(me) * row, elements, n));
       break;
     case Coll::kAllGather:
       // My row into the same row of every other slot.

@@ -33,9 +33,11 @@ struct IpcRegion {
   size_t offset = 0;  // bytes from the slot's start
 };
 
-// Combine `count` elements of every source (in this order) into dst.
+// Combine `count` elements of every source (in this order) and write the
+// result to every destination (at most 2: the reduce-and-copy kernel writes
+// both in the same pass).
 struct IpcReduce {
-  IpcRegion dst;
+  std::vector<IpcRegion> dsts;
   std::vector<IpcRegion> srcs;
   size_t count = 0;
 };

@@ -33,7 +33,7 @@ std::vector<Access> accessesOf(const IpcWork& w, int rank, size_t elementBytes) 
   for (const IpcReduce& r : w.reduces) {
     const size_t bytes = r.count * elementBytes;
     for (const IpcRegion& s : r.srcs) all.push_back({rank, s.area, s.offset, s.offset + bytes, false});
-    all.push_back({rank, r.dst.area, r.dst.offset, r.dst.offset + bytes, true});
+    for (const IpcRegion& d : r.dsts) all.push_back({rank, d.area, d.offset, d.offset + bytes, true});
   }
   for (const IpcCopy& c : w.copies) {
     all.push_back({rank, c.src.area, c.src.offset, c.src.offset + c.bytes, false});
@@ -63,9 +63,10 @@ void runWork(const IpcWork& w, strataDataType_t dtype, strataRedOp_t op, std::ve
   auto at = [&](const IpcRegion& r) { return areas[size_t(r.area)].data() + r.offset; };
   for (const IpcReduce& r : w.reduces) {
     ASSERT_LE(r.srcs.size(), size_t(cuda::kMaxSources));
+    ASSERT_LE(r.dsts.size(), size_t(cuda::kMaxDestinations));
     cuda::ReduceCopyArgs a;
     for (const IpcRegion& s : r.srcs) a.src[a.nsrc++] = at(s);
-    a.dst[a.ndst++] = at(r.dst);
+    for (const IpcRegion& d : r.dsts) a.dst[a.ndst++] = at(d);
     a.count = r.count;
     a.divisor = w.divisor;
     cuda::reduceCopyOnHost(dtype, op, a, 96);
@@ -132,8 +133,8 @@ TEST(IpcStep, AllReduceShardsTileTheRowOnSixtyFourByteBoundaries) {
       for (int r = 0; r < n; ++r) {
         const IpcWork w = planIpcStep(Coll::kAllReduce, strataFloat32, strataSum, 0, elements, n, r);
         for (const IpcReduce& red : w.reduces) {
-          EXPECT_EQ(red.dst.offset % 64, 0u) << "n=" << n << " rank " << r;
-          EXPECT_EQ(red.dst.offset, covered * 4) << "n=" << n << " rank " << r;
+          EXPECT_EQ(red.dsts[0].offset % 64, 0u) << "n=" << n << " rank " << r;
+          EXPECT_EQ(red.dsts[0].offset, covered * 4) << "n=" << n << " rank " << r;
           covered += red.count;
         }
       }
