@@ -1,12 +1,15 @@
-// The CUDA runtime calls the GPU tier's multi-process tests make, on the
-// emulated device (kernels/cuda/emulated), so that tests/gpu/
-// device_collectives_test.cc runs unchanged in the sanitizer builds
-// (STRATA_CUDA=EMULATED), which have no GPU. Only what those tests call.
+// The CUDA runtime calls that the GPU tier's multi-process tests and
+// strata-perf -G 1 make, on the emulated device (kernels/cuda/emulated), so
+// that tests/gpu/device_collectives_test.cc and bench/perf_device.cc build
+// unchanged with STRATA_CUDA=EMULATED (the sanitizer builds), which has no
+// GPU. Only what those files call; a target opts in by putting this folder
+// first on its include path.
 #pragma once
 
 #include <cstddef>
 #include <cstring>
 
+#include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/device_runtime.h"
 #include "kernels/cuda/emulated/emulated_device.h"
 
@@ -23,6 +26,10 @@ using cudaHostFn_t = void (*)(void*);
 inline cudaError_t emulatedResult(const std::string& e) { return e.empty() ? cudaSuccess : cudaErrorInvalidValue; }
 inline const char* cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated CUDA error"; }
 
+inline cudaError_t cudaGetDeviceCount(int* count) {
+  *count = strata::cuda::visibleDevices();
+  return cudaSuccess;
+}
 inline cudaError_t cudaSetDevice(int device) { return emulatedResult(strata::cuda::setDevice(device)); }
 template <class T>
 cudaError_t cudaMalloc(T** ptr, size_t bytes) {
