@@ -14,11 +14,12 @@
 /// communicator is used with. A failure found after the call returned marks the
 /// communicator failed: strataCommGetAsyncError reports it, later calls return
 /// it, and the stream's results are undefined. Calls inside CUDA graph capture
-/// return strataUnsupported. When every rank shares one host, collectives on
-/// device buffers read the other ranks' device memory through CUDA IPC (the
-/// first one sets that up; STRATA_CUDA_IPC=0 stages through host memory
-/// instead), so a collective's buffers must be device memory on every rank or
-/// on none (strataMismatch otherwise).
+/// return strataUnsupported. Ranks of one host read each other's device memory
+/// through CUDA IPC for collectives on device buffers (all of them on one
+/// host, all-reduce across hosts; the first one sets that up;
+/// STRATA_CUDA_IPC=0 stages through host memory instead), so a collective's
+/// buffers must be device memory on every rank or on none (strataMismatch
+/// otherwise).
 #ifndef STRATA_STRATA_H_
 #define STRATA_STRATA_H_
 

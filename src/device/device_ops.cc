@@ -67,14 +67,19 @@ DeviceQueue& queueFor(Comm& c, const Request& r, const char* fn) {
   return q;
 }
 
-// Whether the request's pieces go over CUDA IPC: a collective on a
-// communicator of 2 to kIpcMaxRanks ranks that all share this host, unless
+// Whether the request's pieces go over CUDA IPC (ipc_peers.h): a collective
+// on a communicator of 2 to kIpcMaxRanks ranks that all share this host, or
+// an all-reduce on several nodes of 2 to kIpcMaxRanks ranks each, unless
 // STRATA_CUDA_IPC=0 or STRATA_TRANSPORT forces a network transport. Every
 // rank decides alike (the topology and the call are the same everywhere).
 bool ipcCanCarry(const Comm& c, const Request& r) {
   const std::string& forced = c.config().transport;
-  return c.config().cudaIpc && (forced.empty() || forced == "shm") && ipcCarries(r.coll) &&
-         c.topology().nnodes() == 1 && c.nranks() >= 2 && c.nranks() <= kIpcMaxRanks;
+  if (!c.config().cudaIpc || !(forced.empty() || forced == "shm")) return false;
+  const Topology& t = c.topology();
+  const int local = t.maxLocal();
+  if (local < 2 || local > kIpcMaxRanks) return false;
+  if (t.nnodes() == 1) return ipcCarries(r.coll);
+  return r.coll == Coll::kAllReduce && t.uniform();
 }
 
 void runHostPiece(Request& host) {

@@ -35,8 +35,19 @@ std::string describeCall(uint64_t number, uint64_t call, uint64_t elements) {
 }  // namespace
 
 IpcPeers::IpcPeers(Comm& comm, int device, size_t slotBytes, int slots)
-    : comm_(comm), device_(device), slotBytes_(slotBytes), slots_(slots), bases_(size_t(comm.nranks()), nullptr),
-      released_(size_t(slots), nullptr), recorded_(size_t(slots), false) {}
+    : comm_(comm), device_(device), slotBytes_(slotBytes), slots_(slots), released_(size_t(slots), nullptr),
+      recorded_(size_t(slots), false) {
+  const Topology& t = comm.topology();
+  const int node = t.nodeOf(comm.rank());
+  local_ = t.node(node);
+  for (size_t i = 0; i < local_.size(); ++i)
+    if (local_[i] == comm.rank()) me_ = int(i);
+  for (int m = 0; m < t.nnodes(); ++m) {
+    if (m == node) column_.me = m;
+    column_.members.push_back(t.node(m)[size_t(me_)]);  // ipcCanCarry: every node has the same size
+  }
+  bases_.assign(local_.size(), nullptr);
+}
 
 std::unique_ptr<IpcPeers> IpcPeers::connect(Comm& comm, int device, size_t slotBytes, int slots) {
   const int n = comm.nranks(), me = comm.rank();
@@ -49,7 +60,12 @@ std::unique_ptr<IpcPeers> IpcPeers::connect(Comm& comm, int device, size_t slotB
     void* ring = nullptr;
     cudaOk(cuda::allocDevice(slotBytes * size_t(slots), &ring));
     peers->ring_ = static_cast<uint8_t*>(ring);
-    peers->bases_[size_t(me)] = peers->ring_;
+    peers->bases_[size_t(peers->me_)] = peers->ring_;
+    if (peers->column_.size() > 1) {
+      void* staging = nullptr;
+      cudaOk(cuda::allocPinned(slotBytes, &staging));
+      peers->staging_ = static_cast<uint8_t*>(staging);
+    }
     cudaOk(cuda::createStream(&peers->stream_));
     for (void*& e : peers->released_) cudaOk(cuda::createEvent(&e));
     uint8_t handle[cuda::kIpcHandleBytes];
@@ -75,17 +91,18 @@ std::unique_ptr<IpcPeers> IpcPeers::connect(Comm& comm, int device, size_t slotB
                 "BYTES / _SLOTS differ" : why.c_str());
     return nullptr;
   }
-  // Round 2: whether every rank mapped every other's ring.
+  // Round 2: whether every rank mapped the rings of its node.
   uint64_t mapped = 1;
   try {
     DeviceScope scope(device);
-    for (int q = 0; q < n; ++q) {
+    for (size_t i = 0; i < peers->local_.size(); ++i) {
+      const int q = peers->local_[i];
       if (q == me) continue;
       uint8_t handle[cuda::kIpcHandleBytes];
       std::memcpy(handle, &offers[size_t(q) * kOfferWords], sizeof handle);
       void* base = nullptr;
       cudaOk(cuda::ipcOpen(handle, &base));
-      peers->bases_[size_t(q)] = static_cast<uint8_t*>(base);
+      peers->bases_[i] = static_cast<uint8_t*>(base);
     }
   } catch (const Error& e) {
     why = format("rank %d: %s", me, e.what());
@@ -99,8 +116,8 @@ std::unique_ptr<IpcPeers> IpcPeers::connect(Comm& comm, int device, size_t slotB
                   "through host memory", why.empty() ? "another rank failed" : why.c_str());
       return nullptr;
     }
-  STRATA_INFO("cuda_ipc: rank %d mapped the staging slots of %d ranks on device %d (%d slots of %zu bytes each)",
-              me, n, device, slots, slotBytes);
+  STRATA_INFO("cuda_ipc: rank %d mapped the staging slots of its node's %zu ranks on device %d (%d slots of %zu "
+              "bytes each; %d nodes)", me, peers->local_.size(), device, slots, slotBytes, peers->column_.size());
   return peers;
 }
 
@@ -116,6 +133,7 @@ IpcPeers::~IpcPeers() {
     else
       STRATA_WARN("cuda_ipc: a stream has not copied out of a staging slot; the slots are left allocated rather "
                   "than freed under the copy");
+    cuda::freePinned(staging_);  // only the proxy's copies used it, and its steps are done
     cuda::destroyStream(stream_);
     for (void* e : released_) cuda::destroyEvent(e);
   } catch (const std::exception& e) {
@@ -128,7 +146,7 @@ uint64_t IpcPeers::beginStep(void* stream, uint8_t** slot) {
   const uint64_t number = ++issued_;
   const size_t i = size_t(slotIndex(number));
   if (recorded_[i]) cudaOk(cuda::streamWaitEvent(stream, released_[i]));
-  *slot = slotOf(comm_.rank(), number);
+  *slot = slotOf(me_, number);
   return number;
 }
 
@@ -154,25 +172,51 @@ void IpcPeers::agreeOnStep(const Step& s) {
   }
 }
 
-void IpcPeers::run(const Step& s) {
-  agreeOnStep(s);
-  const IpcWork w = planIpcStep(s.coll, s.dtype, s.op, s.root, s.elements, comm_.nranks(), comm_.rank());
-  auto at = [&](const IpcRegion& r) { return slotOf(r.area, s.number) + r.offset; };
-  for (const IpcReduce& r : w.reduces) {
-    cuda::ReduceCopyArgs a;
-    for (const IpcRegion& src : r.srcs) a.src[a.nsrc++] = at(src);
-    for (const IpcRegion& dst : r.dsts) a.dst[a.ndst++] = at(dst);
-    a.count = r.count;
-    a.divisor = w.divisor;
-    cudaOk(cuda::enqueueReduceCopy(a, s.dtype, s.op, stream_));
-  }
-  for (const IpcCopy& c : w.copies) cudaOk(cuda::copyAsync(at(c.dst), at(c.src), c.bytes, stream_));
-  cudaOk(cuda::streamSynchronize(stream_));
-  // Barrier 2: every rank's writes are done, so every slot holds what it
-  // should, and no rank reads another's slot again in this step.
+void IpcPeers::allDone(const Step& s) {
   const uint64_t done = s.number;
   std::vector<uint64_t> all(size_t(comm_.nranks()));
   hostAllGather(comm_, &done, all.data(), 1);
+}
+
+void IpcPeers::enqueueReduce(const IpcReduce& r, uint64_t divisor, const Step& s) {
+  cuda::ReduceCopyArgs a;
+  for (const IpcRegion& src : r.srcs) a.src[a.nsrc++] = at(src, s.number);
+  for (const IpcRegion& dst : r.dsts) a.dst[a.ndst++] = at(dst, s.number);
+  a.count = r.count;
+  a.divisor = divisor;
+  cudaOk(cuda::enqueueReduceCopy(a, s.dtype, s.op, stream_));
+}
+
+void IpcPeers::run(const Step& s) {
+  agreeOnStep(s);
+  if (column_.size() > 1) return runAcrossNodes(s);
+  const IpcWork w = planIpcStep(s.coll, s.dtype, s.op, s.root, s.elements, int(local_.size()), me_);
+  for (const IpcReduce& r : w.reduces) enqueueReduce(r, w.divisor, s);
+  for (const IpcCopy& c : w.copies) cudaOk(cuda::copyAsync(at(c.dst, s.number), at(c.src, s.number), c.bytes, stream_));
+  cudaOk(cuda::streamSynchronize(stream_));
+  allDone(s);
+}
+
+void IpcPeers::runAcrossNodes(const Step& s) {
+  const IpcShardWork w =
+      planIpcShardAllReduce(s.dtype, s.op, s.elements, int(local_.size()), me_, comm_.nranks());
+  uint8_t* shard = slotOf(me_, s.number) + w.offset;
+  const size_t bytes = w.count * dtypeSize(s.dtype);
+  if (w.count) {
+    enqueueReduce(w.reduce, 1, s);
+    cudaOk(cuda::copyAsync(staging_, shard, bytes, stream_));
+    cudaOk(cuda::streamSynchronize(stream_));
+  }
+  // Every rank takes part (an empty shard too), so the sequence numbers stay in step.
+  runTeamAllReduce(comm_, column_, staging_, w.count, s.dtype, s.op == strataAvg ? strataSum : s.op);
+  if (w.count) {
+    cudaOk(cuda::copyAsync(shard, staging_, bytes, stream_));
+    enqueueReduce(w.spread, w.divisor, s);
+    for (const IpcCopy& c : w.copies)
+      cudaOk(cuda::copyAsync(at(c.dst, s.number), at(c.src, s.number), c.bytes, stream_));
+    cudaOk(cuda::streamSynchronize(stream_));
+  }
+  allDone(s);
 }
 
 }  // namespace strata

@@ -1,11 +1,15 @@
-// The cuda_ipc path of a communicator whose ranks all share one host: this
-// rank's ring of staging slots in device memory, every other rank's ring
-// mapped into this process (CUDA IPC handles exchanged over the
-// communicator's host links), and the step that runs a collective piece on
-// them (ipc_plan.h) between two host barriers. A piece's data never leaves
-// the GPU(s): the copies in and out are device-to-device on the caller's
-// stream, and the reductions read the peers' slots directly (NVLink, PCIe, or
-// one GPU's memory when the ranks share it).
+// The cuda_ipc path: this rank's ring of staging slots in device memory, the
+// rings of the other ranks of its node mapped into this process (CUDA IPC
+// handles exchanged over the communicator's host links), and the step that
+// runs a collective piece on them (ipc_plan.h) between two host barriers.
+// On one node a piece's data never leaves the GPU(s): the copies in and out
+// are device-to-device on the caller's stream, and the reductions read the
+// peers' slots directly (NVLink, PCIe, or one GPU's memory when the ranks
+// share it). Across nodes (all-reduce only, the same number of ranks on
+// every node) each rank reduces its shard within the node, all-reduces just
+// that shard between nodes through pinned host memory with the ranks of the
+// same local index, and spreads the result within the node: each rank moves
+// 1/L of the data through the host instead of all of it.
 //
 // Slots are indexed by the IPC step number, which every rank counts alike
 // (the collectives every rank calls), not by the device queue's tickets
@@ -20,6 +24,8 @@
 #include <vector>
 
 #include "algo/plan.h"
+#include "algo/ring_blocks.h"
+#include "device/ipc_plan.h"
 #include "strata/strata.h"
 
 namespace strata {
@@ -64,18 +70,28 @@ class IpcPeers {
  private:
   IpcPeers(Comm& comm, int device, size_t slotBytes, int slots);
   int slotIndex(uint64_t number) const { return int((number - 1) % uint64_t(slots_)); }
-  uint8_t* slotOf(int rank, uint64_t number) const {
-    return bases_[size_t(rank)] + size_t(slotIndex(number)) * slotBytes_;
+  // The slot of the node's local rank `area` (as ipc_plan.h numbers areas).
+  uint8_t* slotOf(int area, uint64_t number) const {
+    return bases_[size_t(area)] + size_t(slotIndex(number)) * slotBytes_;
   }
+  uint8_t* at(const IpcRegion& r, uint64_t number) const { return slotOf(r.area, number) + r.offset; }
+  void enqueueReduce(const IpcReduce& r, uint64_t divisor, const Step& s);
   // Barrier 1: every rank's step header, compared with this rank's.
   void agreeOnStep(const Step& s);
+  // Barrier 2: every rank's writes are done.
+  void allDone(const Step& s);
+  void runAcrossNodes(const Step& s);
 
   Comm& comm_;
   const int device_;
   const size_t slotBytes_;
   const int slots_;
+  std::vector<int> local_;        // the global ranks of this node, by local index
+  int me_ = 0;                    // this rank's local index
+  Team column_;                   // the ranks of this local index on every node, by node
   uint8_t* ring_ = nullptr;       // this rank's slots: slots_ x slotBytes_ of device memory
-  std::vector<uint8_t*> bases_;   // every rank's ring as this process sees it (ring_ for this rank)
+  std::vector<uint8_t*> bases_;   // the node's rings as this process sees them, by local index
+  uint8_t* staging_ = nullptr;    // pinned: a shard between nodes (only with several nodes)
   std::vector<void*> released_;   // per slot: recorded after its last copies out
   std::vector<bool> recorded_;
   void* stream_ = nullptr;        // the proxy's reductions and copies

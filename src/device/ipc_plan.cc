@@ -101,4 +101,26 @@ IpcWork planIpcStep(Coll coll, strataDataType_t dtype, strataRedOp_t op, int roo
   return w;
 }
 
+IpcShardWork planIpcShardAllReduce(strataDataType_t dtype, strataRedOp_t op, size_t elements, int nlocal,
+                                   int local, int nranks) {
+  if (nlocal < 1 || nlocal > kIpcMaxRanks || local < 0 || local >= nlocal)
+    fail(strataInternalError, "planIpcShardAllReduce: local rank %d of %d", local, nlocal);
+  const size_t e = dtypeSize(dtype);
+  IpcShardWork w;
+  if (op == strataAvg) w.divisor = uint64_t(nranks);
+  const Shard s = shardOf(elements, e, nlocal, local);
+  if (s.end == s.begin) return w;
+  w.offset = s.begin * e;
+  w.count = s.end - s.begin;
+  w.reduce = reduceAcrossRanks({{local, w.offset}}, w.offset, w.count, nlocal);
+  const int next = (local + 1) % nlocal;
+  w.spread.srcs = {{local, w.offset}};
+  w.spread.dsts = {{local, w.offset}};
+  if (next != local) w.spread.dsts.push_back({next, w.offset});
+  w.spread.count = w.count;
+  for (int q = 0; q < nlocal; ++q)
+    if (q != local && q != next) w.copies.push_back({{q, w.offset}, {local, w.offset}, w.count * e});
+  return w;
+}
+
 }  // namespace strata

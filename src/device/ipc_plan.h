@@ -55,6 +55,24 @@ struct IpcWork {
   uint64_t divisor = 1;  // > 1: each reduction divides its result by it (Avg)
 };
 
+// A rank's part of an all-reduce piece on a communicator of several nodes
+// with `nlocal` ranks each (the node's ranks map each other's slots; the areas
+// are local indices): local rank j reduces shard j of its node's slots into
+// its own slot (`reduce`); the ranks with local index j on every node
+// all-reduce that shard between nodes on the host (the caller's team stage,
+// `offset` / `count`); then j writes the result to its own slot and the next
+// one in one pass (`spread`, where Avg divides by `divisor`) and copies it to
+// the rest (`copies`). Shard j is read and written only by local rank j.
+struct IpcShardWork {
+  IpcReduce reduce;
+  size_t offset = 0, count = 0;  // the shard, in bytes from the slot's start / elements
+  IpcReduce spread;              // one source: the shard in this rank's slot
+  std::vector<IpcCopy> copies;
+  uint64_t divisor = 1;
+};
+IpcShardWork planIpcShardAllReduce(strataDataType_t dtype, strataRedOp_t op, size_t elements, int nlocal,
+                                   int local, int nranks);
+
 // The most ranks a step combines in one reduction (the reduce-and-copy
 // kernel's sources, cuda::kMaxSources); larger communicators stage through
 // the host.

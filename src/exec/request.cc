@@ -5,6 +5,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/memory.h"
+#include "algo/algorithms.h"
 #include "algo/plan_cache.h"
 #include "exec/executor.h"
 
@@ -185,6 +186,30 @@ void hostAllGather(Comm& comm, const uint64_t* mine, uint64_t* all, size_t count
   r.count = count;
   r.dtype = strataUint64;
   runCollective(r);
+}
+
+void runTeamAllReduce(Comm& comm, const Team& team, void* buf, size_t count, strataDataType_t dtype,
+                      strataRedOp_t op) {
+  if (comm.failed()) comm.throwFailed();
+  OpDesc d;
+  d.coll = Coll::kAllReduce;
+  d.dtype = dtype;
+  d.redop = op;
+  d.root = 0;
+  d.count = count;
+  d.seq = comm.nextSeq();
+  if (count == 0 || team.size() < 2) return;
+  Plan plan;
+  plan.ops.push_back(d);
+  plan.elemSize = dtypeSize(dtype);
+  plan.dtype = dtype;
+  plan.redop = op;
+  plan.nranks = team.size();
+  plan.algorithm = "team_ring";
+  emitRingAllReduceInPlace(plan, team, at(Buf::kRecv, 0), count,
+                           pipelineSliceBytes(comm.config().chunkBytes, comm.linkCapacity()), false);
+  plan.seal();
+  observedRun(comm, plan, Buffers{buf, buf, nullptr}, false);
 }
 
 }  // namespace strata

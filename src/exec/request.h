@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "algo/plan.h"
+#include "algo/ring_blocks.h"
 #include "algo/select.h"
 #include "core/comm.h"
 #include "exec/segments.h"
@@ -45,5 +46,11 @@ void runP2P(Comm& comm, const std::vector<Request>& ops);
 // Every rank's `count` words, rank by rank, into `all` (nranks x count): the
 // library's own small exchanges (fusion negotiation, cuda_ipc set-up and steps).
 void hostAllGather(Comm& comm, const uint64_t* mine, uint64_t* all, size_t count);
+// An in-place ring all-reduce of `count` elements of host memory at `buf`
+// among the ranks of `team` only, every other rank of the communicator
+// running its own team's at the same point (so the sequence numbers stay in
+// step): the stage between nodes of cuda_ipc's all-reduce.
+void runTeamAllReduce(Comm& comm, const Team& team, void* buf, size_t count, strataDataType_t dtype,
+                      strataRedOp_t op);
 
 }  // namespace strata

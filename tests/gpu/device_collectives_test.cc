@@ -82,7 +82,18 @@ struct DeviceScenario {
   const char* stagingBytes;  // STRATA_DEVICE_STAGING_BYTES: small ones cut calls into many pieces
   const char* cudaIpc;       // STRATA_CUDA_IPC: "1" reads the peers' slots, "0" stages through the host
   const char* label;
+  const char* topology = nullptr;  // STRATA_TOPO_FILE's contents: ranks on pretend nodes
 };
+
+// Pretend nodes for the device matrix: 2 x 2 placed round-robin (all-reduce
+// runs over IPC within each node and between nodes through the host), and
+// 3 + 1 (uneven: everything stages through the host).
+const char* kTwoByTwoRoundRobin =
+    R"({"ranks": [{"node": 0}, {"node": 1}, {"node": 0}, {"node": 1}],
+        "links": {"intra": {"alpha_us": 1.5, "gbps": 8}, "inter": {"alpha_us": 20, "gbps": 0.5}}})";
+const char* kThreePlusOne =
+    R"({"ranks": [{"node": 0}, {"node": 0}, {"node": 1}, {"node": 0}],
+        "links": {"intra": {"alpha_us": 1.5, "gbps": 8}, "inter": {"alpha_us": 20, "gbps": 0.5}}})";
 
 void PrintTo(const DeviceScenario& s, std::ostream* os) { *os << s.label; }
 
@@ -95,6 +106,14 @@ TEST_P(DeviceCollectives, EveryCaseMatchesTheReference) {
   spec.nranks = s.nranks;
   spec.env = {{"STRATA_TIMEOUT_MS", "60000"}, {"STRATA_DEVICE_STAGING_BYTES", s.stagingBytes},
               {"STRATA_CUDA_IPC", s.cudaIpc}};
+  const std::string topoFile = ::testing::TempDir() + "strata_device_topo_" + s.label + ".json";
+  if (s.topology) {
+    FILE* f = std::fopen(topoFile.c_str(), "w");
+    ASSERT_TRUE(f) << topoFile;
+    std::fputs(s.topology, f);
+    std::fclose(f);
+    spec.env["STRATA_TOPO_FILE"] = topoFile;
+  }
   spec.deadlineSec = 600;
   auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
     int problems = 0;
@@ -112,6 +131,7 @@ TEST_P(DeviceCollectives, EveryCaseMatchesTheReference) {
     cudaStreamDestroy(stream);
     return problems;
   });
+  if (s.topology) std::remove(topoFile.c_str());
   EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
 }
 
@@ -120,7 +140,11 @@ INSTANTIATE_TEST_SUITE_P(SharedGpu, DeviceCollectives,
                                            DeviceScenario{3, "65536", "1", "3ranks_ipc_small_slots"},
                                            DeviceScenario{4, "65536", "1", "4ranks_ipc_small_slots"},
                                            DeviceScenario{2, "8388608", "0", "2ranks_host_staging"},
-                                           DeviceScenario{3, "65536", "0", "3ranks_host_staging_small"}),
+                                           DeviceScenario{3, "65536", "0", "3ranks_host_staging_small"},
+                                           DeviceScenario{4, "65536", "1", "2x2nodes_ipc_small_slots",
+                                                          kTwoByTwoRoundRobin},
+                                           DeviceScenario{4, "65536", "1", "3plus1nodes_small_slots",
+                                                          kThreePlusOne}),
                          [](const auto& info) { return std::string(info.param.label); });
 
 void CUDART_CB sleepOnTheStream(void* ms) {

@@ -125,6 +125,32 @@ TEST(IpcStep, SendAndReceiveAreNotIpcStepsAndLargeWorldsAreRefused) {
   EXPECT_THROW(planIpcStep(Coll::kAllReduce, strataFloat32, strataSum, 0, 4, kIpcMaxRanks + 1, 0), Error);
 }
 
+// Across nodes, each local rank's shard work (reduce, spread, copies) touches
+// no region another local rank of its node writes, the shards tile the row,
+// and Avg divides once, by the whole communicator's size.
+TEST(IpcStep, ShardsOfAnAllReduceAcrossNodesAreDisjointAndTileTheRow) {
+  for (int local : {1, 2, 3, 5, 8})
+    for (size_t elements : {size_t(1), size_t(7), size_t(1023)}) {
+      std::vector<std::vector<uint8_t>> areas(size_t(local), std::vector<uint8_t>(elements * 2));
+      std::vector<Access> accesses;
+      size_t covered = 0;
+      for (int j = 0; j < local; ++j) {
+        const IpcShardWork w = planIpcShardAllReduce(strataBfloat16, strataAvg, elements, local, j, 4 * local);
+        EXPECT_EQ(w.divisor, uint64_t(4 * local));
+        if (w.count == 0) continue;
+        EXPECT_EQ(w.offset, covered * 2) << "local=" << local << " j=" << j;
+        covered += w.count;
+        IpcWork asWork;
+        asWork.reduces = {w.reduce, w.spread};
+        asWork.copies = w.copies;
+        for (const Access& a : accessesOf(asWork, j, 2)) accesses.push_back(a);
+        EXPECT_EQ(w.spread.dsts.size() + w.copies.size(), size_t(local)) << "every slot gets the shard once";
+      }
+      EXPECT_EQ(covered, elements) << "local=" << local;
+      EXPECT_EQ(conflictIn(accesses, areas), "") << "local=" << local << " elements=" << elements;
+    }
+}
+
 // An all-reduce's shards start on 64-byte boundaries and cover the row once.
 TEST(IpcStep, AllReduceShardsTileTheRowOnSixtyFourByteBoundaries) {
   for (int n : {2, 3, 5, 8})
