@@ -187,12 +187,17 @@ void IpcPeers::enqueueReduce(const IpcReduce& r, uint64_t divisor, const Step& s
   cudaOk(cuda::enqueueReduceCopy(a, s.dtype, s.op, stream_));
 }
 
+void IpcPeers::enqueueCopies(const std::vector<IpcCopy>& copies, const Step& s) {
+  for (const IpcCopy& c : copies)
+    cudaOk(cuda::copyAsync(at(c.dst, s.number), at(c.src, s.number), c.bytes, stream_));
+}
+
 void IpcPeers::run(const Step& s) {
   agreeOnStep(s);
   if (column_.size() > 1) return runAcrossNodes(s);
   const IpcWork w = planIpcStep(s.coll, s.dtype, s.op, s.root, s.elements, int(local_.size()), me_);
   for (const IpcReduce& r : w.reduces) enqueueReduce(r, w.divisor, s);
-  for (const IpcCopy& c : w.copies) cudaOk(cuda::copyAsync(at(c.dst, s.number), at(c.src, s.number), c.bytes, stream_));
+  enqueueCopies(w.copies, s);
   cudaOk(cuda::streamSynchronize(stream_));
   allDone(s);
 }
@@ -212,8 +217,7 @@ void IpcPeers::runAcrossNodes(const Step& s) {
   if (w.count) {
     cudaOk(cuda::copyAsync(shard, staging_, bytes, stream_));
     enqueueReduce(w.spread, w.divisor, s);
-    for (const IpcCopy& c : w.copies)
-      cudaOk(cuda::copyAsync(at(c.dst, s.number), at(c.src, s.number), c.bytes, stream_));
+    enqueueCopies(w.copies, s);
     cudaOk(cuda::streamSynchronize(stream_));
   }
   allDone(s);

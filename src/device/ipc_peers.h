@@ -76,6 +76,7 @@ class IpcPeers {
   }
   uint8_t* at(const IpcRegion& r, uint64_t number) const { return slotOf(r.area, number) + r.offset; }
   void enqueueReduce(const IpcReduce& r, uint64_t divisor, const Step& s);
+  void enqueueCopies(const std::vector<IpcCopy>& copies, const Step& s);
   // Barrier 1: every rank's step header, compared with this rank's.
   void agreeOnStep(const Step& s);
   // Barrier 2: every rank's writes are done.
