@@ -542,5 +542,46 @@ TEST(DeviceStreams, AKilledPeerIsAnAsyncErrorAndNoStreamHangs) {
   EXPECT_EQ(outcomes[1].exitCode, 0) << test::describe(outcomes);
 }
 
+// A rank dies after the peers' slots are mapped, while the others' next
+// all-reduce waits for it inside a cuda_ipc step: they get an asynchronous
+// error within the timeout, naming it, and their streams finish.
+TEST(DeviceIpc, APeerKilledBetweenStepsIsAnAsyncErrorAndNoStreamHangs) {
+  SKIP_WITHOUT_GPU();
+  test::RankSpec spec;
+  spec.nranks = 3;
+  spec.env = {{"STRATA_TIMEOUT_MS", "5000"}};
+  spec.deadlineSec = 90;
+  auto outcomes = test::runRanks(spec, [](int rank, int, strataComm_t comm, const strataUniqueId&) {
+    int problems = 0;
+    RANK_CUDA(cudaSetDevice(0));
+    cudaStream_t stream;
+    RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    const size_t count = 1 << 18;
+    float* dev;
+    RANK_CUDA(cudaMalloc(&dev, count * 4));
+    RANK_CUDA(cudaMemset(dev, 0, count * 4));
+    RANK_EXPECT(strataAllReduce(dev, dev, count, strataFloat32, strataSum, comm, stream) == strataSuccess, "%s",
+                strataGetLastError(comm));
+    RANK_CUDA(cudaStreamSynchronize(stream));
+    if (rank == 2) _exit(0);  // gone once the slots are mapped and one step has run
+    RANK_EXPECT(strataAllReduce(dev, dev, count, strataFloat32, strataSum, comm, stream) == strataSuccess,
+                "enqueue: %s", strataGetLastError(comm));
+    RANK_CUDA(cudaStreamSynchronize(stream));  // returns: the step's wait was released
+    strataResult_t async = strataSuccess;
+    RANK_EXPECT(strataCommGetAsyncError(comm, &async) == strataSuccess, "strataCommGetAsyncError failed");
+    RANK_EXPECT(async == strataRemoteError || async == strataTimeout, "async error %s",
+                strataGetErrorString(async));
+    RANK_EXPECT(std::strstr(strataGetLastError(comm), "rank 2"), "the error does not name rank 2: %s",
+                strataGetLastError(comm));
+    strataCommAbort(comm);
+    cudaFree(dev);
+    cudaStreamDestroy(stream);
+    return problems;
+  });
+  ASSERT_EQ(outcomes.size(), 3u);
+  EXPECT_EQ(outcomes[0].exitCode, 0) << test::describe(outcomes);
+  EXPECT_EQ(outcomes[1].exitCode, 0) << test::describe(outcomes);
+}
+
 }  // namespace
 }  // namespace strata
