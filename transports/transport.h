@@ -28,6 +28,7 @@
 #include "bootstrap/socket.h"
 #include "bootstrap/wire.h"
 #include "core/config.h"
+#include "core/error.h"
 
 namespace strata {
 
@@ -135,5 +136,22 @@ void encodeFrameHeader(FrameType type, uint32_t length, uint8_t out[kFrameHeader
 std::string encodeAbortFrame(strataResult_t code, const std::string& message);
 // Parses an ABORT frame's payload (after the header); false if malformed.
 bool decodeAbortPayload(const uint8_t* p, size_t n, strataResult_t* code, std::string* message);
+
+// Runs a channel's call; when it throws a transport error (not a peer's
+// ABORT), `throwPeerCause` gets the chance to throw the cause the peer sent
+// instead. An aborting peer sends its ABORT (which says why: a dead rank, a
+// mismatch) and then tears its end down, and the teardown can fail this
+// rank's transfer first; the ABORT is what every survivor should report.
+template <typename Call, typename ThrowPeerCause>
+auto preferringPeerCause(Call call, ThrowPeerCause throwPeerCause) -> decltype(call()) {
+  try {
+    return call();
+  } catch (const PeerAbort&) {
+    throw;
+  } catch (const Error&) {
+    throwPeerCause();
+    throw;
+  }
+}
 
 }  // namespace strata

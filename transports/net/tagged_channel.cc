@@ -344,14 +344,7 @@ class TaggedChannel : public LivenessChannel {
   // peer's liveness line gives (its ABORT, or its exit), when one comes.
   template <typename Call>
   auto reportingPeerCause(Call call) -> decltype(call()) {
-    try {
-      return call();
-    } catch (const PeerAbort&) {
-      throw;
-    } catch (const Error&) {
-      live_.throwCauseWithin(kCauseGraceMs);
-      throw;
-    }
+    return preferringPeerCause(call, [&] { live_.throwCauseWithin(kCauseGraceMs); });
   }
 
   std::shared_ptr<TaggedEndpoint> ep_;

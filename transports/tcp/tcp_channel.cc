@@ -7,14 +7,14 @@ TcpChannel::TcpChannel(std::vector<Fd> sockets, int peer, size_t bufferBytes) {
 }
 
 void TcpChannel::commitSend(size_t bytes) {
-  sendStream().commitSend(bytes);
+  reportingPeerCause([&] { sendStream().commitSend(bytes); });
   ++sent_;
 }
 
 size_t TcpChannel::trySend(const void* src, size_t n) {
   TcpStream& s = sendStream();
   bool wasIdle = s.directIdle();
-  size_t taken = s.trySend(src, n);
+  size_t taken = reportingPeerCause([&] { return s.trySend(src, n); });
   if (s.directIdle() && (taken > 0 || !wasIdle)) ++sent_;  // the frame is complete
   return taken;
 }
@@ -26,9 +26,11 @@ void TcpChannel::consumeRecv(size_t n) {
 }
 
 bool TcpChannel::progress() {
-  bool moved = false;
-  for (auto& s : streams_) moved |= s->progress();
-  return moved;
+  return reportingPeerCause([&] {
+    bool moved = false;
+    for (auto& s : streams_) moved |= s->progress();
+    return moved;
+  });
 }
 
 bool TcpChannel::sendPending() const {

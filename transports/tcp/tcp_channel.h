@@ -17,10 +17,14 @@ class TcpChannel : public Channel {
   TcpChannel(std::vector<Fd> sockets, int peer, size_t bufferBytes);
 
   const char* transportName() const override { return "tcp"; }
-  Span acquireSend(size_t maxBytes) override { return sendStream().acquireSend(maxBytes); }
+  Span acquireSend(size_t maxBytes) override {
+    return reportingPeerCause([&] { return sendStream().acquireSend(maxBytes); });
+  }
   void commitSend(size_t bytes) override;
   size_t trySend(const void* src, size_t n) override;
-  ConstSpan peekRecv() override { return recvStream().peekRecv(); }
+  ConstSpan peekRecv() override {
+    return reportingPeerCause([&] { return recvStream().peekRecv(); });
+  }
   void consumeRecv(size_t n) override;
   bool progress() override;
   bool sendPending() const override;
@@ -37,6 +41,14 @@ class TcpChannel : public Channel {
   }
 
  private:
+  // Runs a stream call; a lost connection it throws is reported as the
+  // peer's ABORT when one arrived on any of the link's sockets.
+  template <typename Call>
+  auto reportingPeerCause(Call call) -> decltype(call()) {
+    return preferringPeerCause(call, [&] {
+      for (auto& s : streams_) s->throwAbortIfArrived();
+    });
+  }
   TcpStream& sendStream() { return *streams_[sent_ % streams_.size()]; }
   TcpStream& recvStream() { return *streams_[received_ % streams_.size()]; }
   std::vector<std::unique_ptr<TcpStream>> streams_;

@@ -198,6 +198,32 @@ void TcpStream::sendControl(const std::string& frame) noexcept {
   }
 }
 
+void TcpStream::throwAbortIfArrived() {
+  constexpr size_t kMostScanned = size_t(64) << 20;
+  std::vector<uint8_t> bytes(recvBuf_.begin() + long(recvHead_), recvBuf_.begin() + long(recvTail_));
+  uint8_t chunk[65536];
+  while (fd_ && bytes.size() < kMostScanned) {
+    ssize_t r = ::recv(fd_.get(), chunk, sizeof(chunk), MSG_DONTWAIT);
+    if (r <= 0) break;
+    bytes.insert(bytes.end(), chunk, chunk + r);
+  }
+  size_t at = frameLeft_;  // the rest of the DATA frame being read, then frame after frame
+  while (at + kFrameHeaderBytes <= bytes.size()) {
+    uint32_t type, len;
+    std::memcpy(&type, &bytes[at], 4);
+    std::memcpy(&len, &bytes[at + 4], 4);
+    if (type == uint32_t(FrameType::kAbort) && len <= kMaxAbortBytes) {
+      if (at + kFrameHeaderBytes + len > bytes.size()) return;
+      strataResult_t code = strataRemoteError;
+      std::string msg = "(malformed abort message)";
+      decodeAbortPayload(&bytes[at + kFrameHeaderBytes], len, &code, &msg);
+      throw PeerAbort(code, format("rank %d aborted: %s", peer_, msg.c_str()));
+    }
+    if (type != uint32_t(FrameType::kData) && type != uint32_t(FrameType::kArrived)) return;
+    at += kFrameHeaderBytes + len;
+  }
+}
+
 void TcpStream::sendAbort(const std::string& frame) noexcept {
   if (!fd_ || aborted_) return;
   aborted_ = true;

@@ -30,6 +30,10 @@ class TcpStream {
   void onReadable();
   void takeArrivedFrames();
   void sendAbort(const std::string& frame) noexcept;
+  // After this link failed: throws the peer's ABORT if one has arrived behind
+  // the data not read yet (an aborting peer sends it before it closes).
+  // Reads what the socket holds; the stream is not used again after this.
+  void throwAbortIfArrived();
   // Queues a control frame between packets (skipped while a packet is half sent).
   void sendControl(const std::string& frame) noexcept;
   uint64_t announcedSeq() const { return announcedSeq_; }
