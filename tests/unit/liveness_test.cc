@@ -1,5 +1,7 @@
-// The liveness line's account of why a transfer with a peer failed: the
-// peer's ABORT frame (its cause) or its exit, each within the grace period.
+// Why a transfer with a peer failed, as the survivors report it: the
+// liveness line's account (the peer's ABORT frame, its cause, or its exit,
+// each within the grace period), and a tcp stream's ABORT frame found behind
+// data not read yet.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -9,6 +11,7 @@
 
 #include "core/error.h"
 #include "transports/liveness.h"
+#include "transports/tcp/tcp_stream.h"
 #include "transports/transport.h"
 
 namespace strata {
@@ -65,6 +68,41 @@ TEST(LivenessCause, ASilentPeerLeavesTheCallersErrorAfterTheGrace) {
   EXPECT_GE(took, 0.09);
   EXPECT_LT(took, 5.0);
   EXPECT_FALSE(mine.gone());
+}
+
+TEST(TcpStreamCause, AnAbortBehindUnreadDataFramesIsThePeersCause) {
+  SocketPair p;
+  TcpStream mine(Fd(p.ends[0]), 2, 1 << 16);
+  Fd theirs(p.ends[1]);
+  std::string wire;
+  for (uint32_t len : {100u, 0u, 7000u}) {  // data frames this rank has not read
+    uint8_t header[kFrameHeaderBytes];
+    encodeFrameHeader(FrameType::kData, len, header);
+    wire.append(reinterpret_cast<char*>(header), sizeof(header));
+    wire.append(len, 'x');
+  }
+  wire += encodeAbortFrame(strataMismatch, "rank 0 called AllReduce(count=3)");
+  ASSERT_EQ(::send(theirs.get(), wire.data(), wire.size(), 0), ssize_t(wire.size()));
+  theirs.reset();  // and it closes
+  try {
+    mine.throwAbortIfArrived();
+    ADD_FAILURE() << "no cause was thrown";
+  } catch (const PeerAbort& e) {
+    EXPECT_EQ(e.code(), strataMismatch);
+    EXPECT_STREQ(e.what(), "rank 2 aborted: rank 0 called AllReduce(count=3)");
+  }
+}
+
+TEST(TcpStreamCause, WithoutAnAbortNothingIsThrown) {
+  SocketPair p;
+  TcpStream mine(Fd(p.ends[0]), 2, 1 << 16);
+  Fd theirs(p.ends[1]);
+  uint8_t header[kFrameHeaderBytes];
+  encodeFrameHeader(FrameType::kData, 5, header);
+  std::string wire(reinterpret_cast<char*>(header), sizeof(header));
+  wire += "hello";
+  ASSERT_EQ(::send(theirs.get(), wire.data(), wire.size(), 0), ssize_t(wire.size()));
+  EXPECT_NO_THROW(mine.throwAbortIfArrived());
 }
 
 }  // namespace
