@@ -104,8 +104,6 @@ void* allocate(size_t bytes) {
   return p;
 }
 
-void release(void* base) { unmap(base); }
-
 void unmap(void* base) {
   Allocation a;
   {

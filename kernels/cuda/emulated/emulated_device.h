@@ -70,7 +70,6 @@ struct Event {
 
 // Device memory, shareable between processes.
 void* allocate(size_t bytes);
-void release(void* base);
 bool isDevice(const void* ptr);
 // What another process needs to map an allocation (fits cuda::kIpcHandleBytes).
 struct Export {
@@ -80,6 +79,7 @@ struct Export {
 };
 bool exportOf(const void* base, Export* out);
 void* mapExport(const Export& e);  // null when it cannot
+// Frees an allocation of this process or unmaps another's.
 void unmap(void* base);
 
 }  // namespace strata::cuda::emulated

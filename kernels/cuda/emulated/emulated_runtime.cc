@@ -60,7 +60,7 @@ std::string allocDevice(size_t bytes, void** ptr) {
   return *ptr ? "" : "cudaMalloc (emulated): out of memory";
 }
 
-void freeDevice(void* ptr) { emulated::release(ptr); }
+void freeDevice(void* ptr) { emulated::unmap(ptr); }
 
 static_assert(sizeof(emulated::Export) <= kIpcHandleBytes, "an emulated export must fit an IPC handle");
 
