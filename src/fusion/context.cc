@@ -45,21 +45,26 @@ FusionContext::~FusionContext() {
 
 std::shared_ptr<FusionCompletion> FusionContext::add(uint64_t key, const Request& r, Callback cb, void* userData) {
   auto done = std::make_shared<FusionCompletion>();
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (failCode_ != strataSuccess)
       fail(failCode_, "the fusion context failed earlier: %s", failMessage_.c_str());
-    for (const Pending& p : pending_)
-      if (p.key == key)
-        fail(strataInvalidUsage, "strataFusionAllReduce: key %llu is already pending in this fusion context",
-             (unsigned long long)key);
-    if (pending_.empty()) deadline_ = std::chrono::steady_clock::now() + cycle_;
+    if (!liveKeys_.insert(key).second)
+      fail(strataInvalidUsage, "strataFusionAllReduce: key %llu was added before and has not completed yet",
+           (unsigned long long)key);
+    const bool wasEmpty = pending_.empty();
+    if (wasEmpty) deadline_ = std::chrono::steady_clock::now() + cycle_;
     comm_.fusionBusy = true;
     pending_.push_back(Pending{key, r, cb, userData, done});
     pendingBytes_ += r.count * dtypeSize(r.dtype);
     addedSinceRound_ = true;
+    // The thread only needs waking when this add changes what it waits for:
+    // a first tensor starts the cycle clock, a full buffer flushes now.
+    // Waking it on every add cost a context switch per tensor.
+    wake = wasEmpty || pendingBytes_ >= threshold_;
   }
-  wake_.notify_all();
+  if (wake) wake_.notify_all();
   return done;
 }
 
@@ -72,9 +77,11 @@ void FusionContext::flush() {
 }
 
 void FusionContext::synchronize() {
-  flush();
   std::unique_lock<std::mutex> lock(mu_);
+  ++synchronizing_;  // every round flushes meanwhile, also tensors that callbacks add
+  wake_.notify_all();
   settled_.wait(lock, [&] { return (pending_.empty() && inRound_ == 0) || failCode_ != strataSuccess; });
+  --synchronizing_;
   if (failCode_ != strataSuccess) fail(failCode_, "%s", failMessage_.c_str());
 }
 
@@ -89,7 +96,7 @@ void FusionContext::loop() {
       continue;
     }
     Reason reason;
-    if (flushAsked_) {
+    if (flushAsked_ || synchronizing_ > 0) {
       reason = Reason::kFlush;
     } else if (pendingBytes_ >= threshold_) {
       reason = Reason::kFull;
@@ -128,6 +135,10 @@ void FusionContext::loop() {
 }
 
 void FusionContext::finish(Pending& p, strataResult_t r, const std::string& error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    liveKeys_.erase(p.key);  // before the callback, which may add the key again
+  }
   if (p.cb) p.cb(p.key, r, p.userData);
   p.done->complete(r, error);
 }

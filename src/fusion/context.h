@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "exec/request.h"
@@ -46,11 +47,13 @@ class FusionContext {
   FusionContext& operator=(const FusionContext&) = delete;
 
   // Queues an all-reduce of a validated request under `key` (unique among
-  // pending tensors). Throws if the context failed or the key is pending.
+  // tensors not completed yet). Throws if the context failed or the key is
+  // still pending or in flight.
   std::shared_ptr<FusionCompletion> add(uint64_t key, const Request& r, Callback cb, void* userData);
   // Asks for a flush of everything pending now (returns at once).
   void flush();
-  // Flushes and waits until nothing is pending; throws the first failure.
+  // Flushes until nothing is pending (tensors added meanwhile, by callbacks
+  // too, included) and waits for it; throws the first failure.
   void synchronize();
   Comm& comm() { return comm_; }
 
@@ -75,10 +78,12 @@ class FusionContext {
   std::condition_variable wake_;    // the thread: something to do
   std::condition_variable settled_; // synchronize(): pending emptied or failure
   std::vector<Pending> pending_;    // in the order they were added
+  std::unordered_set<uint64_t> liveKeys_;  // keys added and not completed yet (add() refuses them)
   size_t pendingBytes_ = 0;
   std::chrono::steady_clock::time_point deadline_;
   bool flushAsked_ = false, stop_ = false, addedSinceRound_ = false;
   size_t inRound_ = 0;              // tensors taken by the running round
+  int synchronizing_ = 0;           // callers waiting in synchronize()
   strataResult_t failCode_ = strataSuccess;
   std::string failMessage_;
   std::thread thread_;

@@ -506,6 +506,56 @@ TEST(FusionContext, TheCommunicatorIsRefusedWhileTensorsAreInFlight) {
   EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
 }
 
+// A key is refused while its tensor is pending or in flight, and free again
+// once it completed: in its own callback (a trainer re-adding next step's
+// gradient) and after a wait.
+struct ReAdd {
+  strataFusion_t fusion;
+  float* buffer;
+  int added = 0;
+};
+void reAddSameKey(uint64_t key, strataResult_t r, void* userData) {
+  auto* again = static_cast<ReAdd*>(userData);
+  if (r != strataSuccess || again->added) return;
+  again->added = strataFusionAllReduce(again->fusion, key, again->buffer, again->buffer, 1, strataFloat32,
+                                       strataSum, nullptr, nullptr, nullptr) == strataSuccess ? 1 : -1;
+}
+
+TEST(FusionContext, AKeyIsRefusedUntilItsTensorCompleted) {
+  test::RankSpec spec;
+  spec.nranks = 2;
+  spec.env = {{"STRATA_FUSION_CYCLE_US", "60000000"}};
+  auto outcomes = test::runRanks(spec, [](int rank, int, strataComm_t comm, const strataUniqueId&) {
+    int problems = 0;
+    strataFusion_t fusion;
+    strataFusionCreate(&fusion, comm);
+    float x = 1.0f + float(rank), dup = 5.0f, y = 10.0f * float(rank + 1), z = 7.0f + float(rank);
+    RANK_EXPECT(strataFusionAllReduce(fusion, 7, &x, &x, 1, strataFloat32, strataSum, nullptr, nullptr,
+                                      nullptr) == strataSuccess, "%s", strataGetLastError(comm));
+    RANK_EXPECT(strataFusionAllReduce(fusion, 7, &dup, &dup, 1, strataFloat32, strataSum, nullptr, nullptr,
+                                      nullptr) == strataInvalidUsage, "a pending key was accepted twice");
+    RANK_EXPECT(std::strstr(strataGetLastError(comm), "key 7") != nullptr, "sentence: %s", strataGetLastError(comm));
+    ReAdd again{fusion, &z};
+    RANK_EXPECT(strataFusionAllReduce(fusion, 8, &y, &y, 1, strataFloat32, strataSum, reAddSameKey, &again,
+                                      nullptr) == strataSuccess, "%s", strataGetLastError(comm));
+    auto t0 = std::chrono::steady_clock::now();
+    RANK_EXPECT(strataFusionSynchronize(fusion) == strataSuccess, "%s", strataGetLastError(comm));
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    RANK_EXPECT(ms < 10000, "synchronize left the key its callback added to the 60 s cycle (%.0f ms)", ms);
+    RANK_EXPECT(again.added == 1, "the callback could not add its own key again (%d)", again.added);
+    RANK_EXPECT(x == 3.0f && y == 30.0f && z == 15.0f && dup == 5.0f, "x %f y %f z %f dup %f", double(x),
+                double(y), double(z), double(dup));
+    RANK_EXPECT(strataFusionAllReduce(fusion, 7, &x, &x, 1, strataFloat32, strataSum, nullptr, nullptr,
+                                      nullptr) == strataSuccess, "a completed key was refused: %s",
+                strataGetLastError(comm));
+    RANK_EXPECT(strataFusionSynchronize(fusion) == strataSuccess, "%s", strataGetLastError(comm));
+    RANK_EXPECT(x == 6.0f, "x %f", double(x));
+    strataFusionDestroy(fusion);
+    return problems;
+  });
+  EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+}
+
 // A tensor that one rank never adds: the others fail within the timeout, naming the wait.
 TEST(FusionContext, AKeyMissingOnOneRankTimesOut) {
   test::RankSpec spec;
