@@ -260,9 +260,10 @@ typedef void (*strataFusionCallback_t)(uint64_t key, strataResult_t result, void
 strataResult_t strataFusionCreate(strataFusion_t* fusion, strataComm_t comm);
 /// Adds an all-reduce of count elements under `key` (unique among the
 /// context's tensors not completed yet; strataInvalidUsage otherwise; free
-/// again once its tensor completed, even inside its callback). `callback` and `request` are both optional; a
-/// request must be released by strataFusionWait or a strataFusionTest that
-/// reports done. Buffers must stay valid until the tensor completes.
+/// again once its tensor completed, even inside its callback). `callback` and
+/// `request` are both optional; a request must be released by strataFusionWait
+/// or a strataFusionTest that reports done. Buffers must stay valid until the
+/// tensor completes.
 strataResult_t strataFusionAllReduce(strataFusion_t fusion, uint64_t key, const void* sendbuff,
                                      void* recvbuff, size_t count, strataDataType_t datatype,
                                      strataRedOp_t op, strataFusionCallback_t callback,

@@ -2,12 +2,13 @@
 
 #include <dlfcn.h>
 #include <link.h>
-#include <time.h>
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+
+#include "obs/op_clock.h"
 
 #ifdef STRATA_CUDA_EMULATED
 #include "kernels/cuda/emulated/emulated_device.h"
@@ -72,20 +73,14 @@ unsigned long long librariesLoaded() {
   return adds;
 }
 
-int64_t monotonicNs() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
-}
-
 // How often a process without CUDA counts its libraries again. Counting takes
-// the dynamic loader's lock, two locked instructions that cost ~15% of a
+// the dynamic loader's lock, two locked instructions that cost ~10% of a
 // small host collective over shared memory when paid on every call. Once a
 // millisecond is still soon enough: a device pointer cannot exist earlier
 // than that after CUDA's library is loaded, since initialising the driver and
 // creating a context (which every allocation needs) take tens of
 // milliseconds on their own.
-constexpr int64_t kLookAgainNs = 1000000;
+constexpr uint64_t kLookAgainNs = 1000000;
 
 // The queries, looked up again while CUDA is absent whenever the process has
 // loaded another library since the last look, so that a process that loads
@@ -96,10 +91,10 @@ const CudaQueries& cudaQueries() {
   static CudaQueries found;  // written once, before `present` is set
   static std::atomic<bool> present{false};
   static std::atomic<unsigned long long> loadedAtLastLook{~0ull};
-  static std::atomic<int64_t> nextCountNs{0};
+  static std::atomic<uint64_t> nextCountNs{0};
   static std::mutex mu;
   if (present.load(std::memory_order_acquire)) return found;
-  const int64_t now = monotonicNs();
+  const uint64_t now = opclock::steadyNs();
   if (now < nextCountNs.load(std::memory_order_relaxed)) return none;
   nextCountNs.store(now + kLookAgainNs, std::memory_order_relaxed);
   const unsigned long long loaded = librariesLoaded();
