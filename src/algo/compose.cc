@@ -51,7 +51,7 @@ void appendStage(Plan& plan, FlatBuilder build, const Team& team, const CollArgs
       f.src = rebindRef(f.src, bind, scratchBase);
       f.dst = rebindRef(f.dst, bind, scratchBase);
       if (!bind.keepFinalize) f.finalize = false;
-      if (f.kind == FlowKind::kCopy && sameRef(f.src, f.dst)) {  // rebinding made it a copy onto itself
+      if (copiesOntoItself(f)) {  // rebinding made it a copy onto itself
         if (f.forwardPeer < 0 && !f.finalize) continue;
         if (f.forwardPeer >= 0) f.dst = Ref{};  // only the forward is left (an in-place finalize stays)
       }

@@ -10,7 +10,10 @@
 //          `dst` (optional) and streams on to `forwardPeer` (optional).
 //   Copy : value = `src`; lands in `dst` and/or streams to `forwardPeer`.
 // `finalize` applies the op's finishing step (Avg: divide by nranks) to the
-// value. Plans are built by the algorithm files (one per algorithm) and can
+// value. A flow's bytes may lie in `runs` equal runs spaced `srcStride` /
+// `dstStride` bytes apart (a strided region, as an MPI vector type: the
+// blocks of one column of a rank-major buffer); on the wire they are one
+// stream. Plans are built by the algorithm files (one per algorithm) and can
 // be executed in memory by tests (tests/unit/plan_simulator) without processes.
 #pragma once
 
@@ -41,6 +44,8 @@ struct Flow {
   Ref src, dst;
   int forwardPeer = -1;
   size_t bytes = 0;
+  uint32_t runs = 1;  // the bytes are `runs` runs of bytes / runs each (1: one range)
+  size_t srcStride = 0, dstStride = 0;  // bytes from one run's start to the next's
   bool reduce = false;
   bool finalize = false;
   uint16_t op = 0;          // index into Plan::ops (the operation this flow serves)
@@ -53,6 +58,14 @@ enum class Coll : uint8_t {
   kBarrier
 };
 const char* collName(Coll c);
+
+// Bytes of each run of a flow.
+inline size_t runBytes(const Flow& f) { return f.runs > 1 ? f.bytes / f.runs : f.bytes; }
+// Whether a copy flow writes exactly where it reads (rebinding can make one).
+inline bool copiesOntoItself(const Flow& f) {
+  return f.kind == FlowKind::kCopy && f.src.buf == f.dst.buf && f.src.offset == f.dst.offset &&
+         (f.runs <= 1 || f.srcStride == f.dstStride);
+}
 
 // What the caller asked for; sent ahead of the data so that mismatched calls
 // are caught (strataMismatch) instead of corrupting data.

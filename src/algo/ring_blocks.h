@@ -14,12 +14,17 @@
 
 namespace strata {
 
-// One block, as this rank sees it (offsets are this rank's own).
+// One block, as this rank sees it (offsets are this rank's own). A block may
+// be `runs` equal runs of elements spaced by a stride (a hierarchical
+// algorithm's column: the blocks of one local index on every node, which a
+// rank-major buffer holds `ranks per node` blocks apart); it travels as one.
 struct RingBlock {
   int owner = 0;    // team index: the member that ends with the block (reduce-scatter) or holds it (all-gather)
   Ref src;          // reduce-scatter: my contribution; all-gather: the holder's data
   Ref dst;          // where the block's final value lands on me (on the owner, for reduce-scatter)
-  size_t elems = 0;
+  size_t elems = 0;  // in all runs together (a multiple of runs)
+  size_t runs = 1;
+  size_t srcStride = 0, dstStride = 0;  // bytes from one run's start to the next's
 };
 
 struct Team {
@@ -39,5 +44,35 @@ void emitRingAllReduceInPlace(Plan& plan, const Team& team, Ref buf, size_t elem
                               bool finalize);
 
 inline bool sameRef(const Ref& a, const Ref& b) { return a.buf == b.buf && a.offset == b.offset; }
+// Whether a block's source and destination are the same memory.
+inline bool sameRegion(const RingBlock& b) {
+  return sameRef(b.src, b.dst) && (b.runs <= 1 || b.srcStride == b.dstStride);
+}
+
+// Adds to the current phase the flows that move elements [begin, end) of a
+// block (counted across its runs, run after run): `proto`'s kind, peers and
+// flags, with its src / dst (each used only when valid in `proto`) set to the
+// block's. At most three flows: the rest of a run, whole runs (one strided
+// flow), the start of a run.
+void addBlockRange(Plan& plan, const Flow& proto, const RingBlock& block, size_t begin, size_t end);
+
+// One piece of a message: `bytes` from src to dst (either may be invalid when
+// the flow kind does not use it).
+struct Piece {
+  Ref src, dst;
+  size_t bytes = 0;
+};
+// Adds to the current phase the flows that move `pieces` in order, as
+// `proto` does one: consecutive pieces that continue each other in memory
+// become one flow, and pieces of one size spaced evenly one strided flow, so
+// a message assembled from many blocks costs a few flows. Empty pieces are
+// skipped; when all are, one empty flow still carries the descriptor.
+void addPieces(Plan& plan, const Flow& proto, const std::vector<Piece>& pieces);
+
+// The blocks at `srcOffsets` / `dstOffsets` (bytes, in `src.buf` / `dst.buf`),
+// each of `elems` elements, as few RingBlocks of evenly spaced runs as
+// possible, all owned by `owner`.
+std::vector<RingBlock> groupRuns(int owner, Buf srcBuf, const std::vector<size_t>& srcOffsets, Buf dstBuf,
+                                 const std::vector<size_t>& dstOffsets, size_t elems, size_t elemSize);
 
 }  // namespace strata

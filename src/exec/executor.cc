@@ -25,19 +25,33 @@ constexpr size_t kUnbounded = ~size_t(0);
 constexpr size_t kDirectRunBytes = 64 * 1024;
 
 // Where a flow's source or destination lies: one pointer, or an offset into a
-// buffer made of pieces (fusion), where a step must stop at a piece's end.
+// buffer made of pieces (fusion), where a step must stop at a piece's end;
+// either one range or equal runs `stride` bytes apart (a strided flow), where
+// a step must stop at a run's end.
 struct Cursor {
   uint8_t* base = nullptr;
   const Segments* pieces = nullptr;
   size_t offset = 0;
+  size_t runBytes = 0;  // 0: one contiguous range
+  size_t stride = 0;
   bool valid() const { return base || pieces; }
+  // Whether a step may have to stop before the flow's end (pieces or runs).
+  bool segmented() const { return pieces || runBytes; }
   // Byte `done` of the flow, and how many bytes follow it contiguously.
   uint8_t* at(size_t done, size_t* run) const {
-    if (!pieces) {
-      *run = kUnbounded;
-      return base ? base + done : nullptr;
+    size_t pos = done, limit = kUnbounded;
+    if (runBytes) {
+      const size_t within = done % runBytes;
+      pos = done / runBytes * stride + within;
+      limit = runBytes - within;
     }
-    return pieces->locate(offset + done, run);
+    if (!pieces) {
+      *run = limit;
+      return base ? base + pos : nullptr;
+    }
+    uint8_t* p = pieces->locate(offset + pos, run);
+    *run = std::min(*run, limit);
+    return p;
   }
 };
 
@@ -80,9 +94,13 @@ class PlanRunner {
   }
 
  private:
-  Cursor resolve(Ref r) const {
+  Cursor resolve(Ref r, const Flow& f, size_t stride) const {
     Cursor c;
     if (!r.valid()) return c;
+    if (f.runs > 1 && stride != runBytes(f)) {
+      c.runBytes = runBytes(f);
+      c.stride = stride;
+    }
     if (bufs_.p2p) {
       const P2POp& op = (*bufs_.p2p)[r.offset];
       c.base = r.buf == Buf::kSend ? static_cast<uint8_t*>(const_cast<void*>(op.sendbuff))
@@ -116,8 +134,8 @@ class PlanRunner {
     for (uint32_t i = 0; i < ph.count; ++i) states_[i] = FlowState{};
     for (uint32_t i = 0; i < ph.count; ++i) {
       const Flow& f = plan_.flows[ph.first + i];
-      states_[i].src = resolve(f.src);
-      states_[i].dst = resolve(f.dst);
+      states_[i].src = resolve(f.src, f, f.srcStride);
+      states_[i].dst = resolve(f.dst, f, f.dstStride);
     }
     try {
       progressPhase(ph);
@@ -245,8 +263,8 @@ class PlanRunner {
       size_t want = std::min(f.bytes - st.done, kMaxFragment);
       size_t n;
       size_t run = kUnbounded;
-      const uint8_t* at = st.src.pieces ? st.src.at(st.done, &run) : st.src.base + st.done;
-      if (!st.src.pieces) {
+      const uint8_t* at = st.src.segmented() ? st.src.at(st.done, &run) : st.src.base + st.done;
+      if (!st.src.segmented()) {
         n = ch.trySend(at, want);
       } else if (st.frameLeft || run >= std::min(want, kDirectRunBytes)) {
         // One piece holds this packet's bytes (a packet never spans pieces:
@@ -362,7 +380,7 @@ class PlanRunner {
         ConstSpan s = in->peekRecv();
         n = std::min(n, s.size);
         from = s.data;
-      } else if (st.src.base) {
+      } else if (st.src.base && !st.src.segmented()) {
         from = st.src.base + st.done;
       }
       // Packets are whole elements (a reducing receiver never consumes a
@@ -371,7 +389,7 @@ class PlanRunner {
       // the boundary lies past its end.
       n = wholeElements(st.done, n);
       if (n == 0) break;
-      const bool localPieces = !in && st.src.pieces;
+      const bool localPieces = !in && st.src.segmented();
       size_t srcRun = kUnbounded;
       if (localPieces) from = st.src.at(st.done, &srcRun);
       if (localPieces && !st.frameLeft && srcRun < std::min(n, kDirectRunBytes)) {
