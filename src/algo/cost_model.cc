@@ -5,6 +5,7 @@
 
 #include "algo/algorithms.h"
 #include "algo/hierarchical/teams.h"
+#include "algo/log_blocks.h"
 
 namespace strata {
 
@@ -164,30 +165,67 @@ double hierRingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
 }
 
 // Mirrors buildHierHalvingAllReduce: as the ring version, with each column's
-// all-reduce across nodes done by recursive halving / doubling (plus the two
-// whole-part steps of the fold when the node count is not a power of two).
+// all-reduce across nodes a log-step reduce-scatter and all-gather of
+// node-count sub-blocks (algo/log_blocks.h), each step one phase.
 double hierHalvingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
   const double k = t.maxLocal(), part = bytes / k;
   const double slices = double(hierOuterSlices(t, size_t(part), chunk));
-  const double slicePart = part / slices;
-  int p = 1;
-  while (p * 2 <= t.nnodes()) p *= 2;
-  auto exchangeUs = [&](double b) {
-    const double q = double(sliceCount(size_t(b), chunk));
-    return interColumnsUs(t, b / q, q);
-  };
-  double inter = p < t.nnodes() ? 2 * exchangeUs(slicePart) : 0;
-  for (int half = 2; half <= p; half *= 2) inter += 2 * exchangeUs(slicePart / half);  // halving + doubling
+  const double slicePart = part / slices, sub = slicePart / t.nnodes();
+  double inter = 0;
+  for (bool reduceScatter : {true, false})
+    for (const LogStepShape& sh : logStepShapes(t.nnodes(), reduceScatter)) inter += interColumnsUs(t, sh.blocks * sub, 1);
   return slices * (2 * intraRingsUs(t, k, slicePart, chunk) + inter);
 }
 
-// Mirrors buildHierRingReduceScatter / AllGather: per outer slice, the intra
-// ring over all n blocks, then each column's ring across nodes (one block per node).
-double hierRingScatterGatherUs(const Topology& t, double bytes, size_t chunk) {
+// The intra-node stage of the hierarchical reduce-scatter / all-gather: on
+// each node a ring over its ranks in which every column travels as one block
+// of `blockBytes` per node that has the column (teams.h: columnRuns; a column
+// split into several runs takes as many rounds), cut into pipeline chunks.
+double intraColumnRingsUs(const Topology& t, double blockBytes, size_t chunk) {
+  const std::vector<ColumnRun> runs = columnRuns(t);
+  double maxRun = 0;
+  for (const ColumnRun& r : runs) maxRun = std::max(maxRun, double(r.count) * blockBytes);
+  const double p = double(sliceCount(size_t(maxRun), chunk));
+  double worst = 0;
+  for (int m = 0; m < t.nnodes(); ++m) {
+    const size_t l = t.node(m).size();
+    std::vector<int> perOwner(l, 0);
+    for (const ColumnRun& r : runs) perOwner[size_t(r.column) % l]++;
+    const double rounds = *std::max_element(perOwner.begin(), perOwner.end());
+    worst = std::max(worst, ringUs(t, t.node(m), maxRun / p, rounds * p * double(l - 1)));
+  }
+  return worst;
+}
+
+// A log-step reduce-scatter / all-gather over `team` (global ranks), blocks of
+// `blockBytes`: the steps of algo/log_blocks.h, every member's transfer of a
+// step at once.
+double logStepsUs(const Topology& t, const std::vector<int>& team, double blockBytes, bool reduceScatter) {
+  const int n = int(team.size());
+  double us = 0;
+  for (const LogStepShape& sh : logStepShapes(n, reduceScatter)) {
+    std::vector<std::pair<int, int>> pairs;
+    for (int q = 0; q < n; ++q) pairs.emplace_back(team[size_t(q)], team[size_t(sh.sendsTo(q, n, reduceScatter))]);
+    us += stepUs(t, pairs, sh.blocks * blockBytes);
+  }
+  return us;
+}
+
+// Mirrors buildHierRingReduceScatter / AllGather and their hier_halving
+// forms: per outer slice, the intra ring over the columns, then each
+// column's ring (N-1 steps of one block) or log-step exchange across nodes,
+// all of a node's carriers at once.
+double hierScatterGatherUs(const Topology& t, double bytes, size_t chunk, bool logAcross, bool reduceScatter) {
   const double n = t.nranks(), nodes = t.nnodes(), block = bytes / n;
   const double slices = double(hierBlockSlices(t, size_t(block), chunk));
   const double bs = block / slices;
-  return slices * (intraRingsUs(t, n, bs, chunk) + interColumnsUs(t, bs, nodes - 1));
+  double inter = 0;
+  if (!logAcross) {
+    inter = interColumnsUs(t, bs, nodes - 1);
+  } else {
+    for (const LogStepShape& sh : logStepShapes(t.nnodes(), reduceScatter)) inter += interColumnsUs(t, sh.blocks * bs, 1);
+  }
+  return slices * (intraColumnRingsUs(t, bs, chunk) + inter);
 }
 
 int ceilLog2(int n) {
@@ -207,6 +245,28 @@ double intraTreesUs(const Topology& t, double bytes, bool reduces) {
 
 double hierTreeUs(const Topology& t, int root, double bytes, bool reduces) {
   return treeUs(t, leaders(t, root), t.nodeOf(root), bytes, reduces) + intraTreesUs(t, bytes, reduces);
+}
+
+// Mirrors buildHierAllToAll with blocks of `block` bytes: on each node L-1
+// pairwise steps, each handing a local rank its own block and those of its
+// columns' other-node ranks (about N blocks), then each column's N-1 steps
+// across nodes, a node's carriers all at once, each message the node's L
+// blocks for one rank.
+double hierAllToAllUs(const Topology& t, double block) {
+  const int nodes = t.nnodes();
+  double intra = 0;
+  for (int m = 0; m < nodes; ++m) {
+    const std::vector<int>& ranks = t.node(m);
+    const int l = int(ranks.size());
+    double us = 0;
+    for (int k = 1; k < l; ++k) {
+      std::vector<std::pair<int, int>> pairs;
+      for (int i = 0; i < l; ++i) pairs.emplace_back(ranks[size_t(i)], ranks[size_t((i + k) % l)]);
+      us += stepUs(t, pairs, block * double(nodes));
+    }
+    intra = std::max(intra, us);
+  }
+  return intra + interColumnsUs(t, block * t.maxLocal(), nodes - 1);
 }
 
 }  // namespace
@@ -237,7 +297,10 @@ double predictUs(const std::string& algo, Coll coll, size_t bytesIn, const Topol
     case Coll::kReduceScatter:
     case Coll::kAllGather:
       if (algo == "ring") return ringUs(t, identity(n), bytes / n / slices, double(n - 1) * slices);
-      if (algo == "hier_ring") return hierRingScatterGatherUs(t, bytes, chunk);
+      if (algo == (coll == Coll::kReduceScatter ? "recursive_halving" : "recursive_doubling"))
+        return logStepsUs(t, identity(n), bytes / n, coll == Coll::kReduceScatter);
+      if (algo == "hier_ring") return hierScatterGatherUs(t, bytes, chunk, false, coll == Coll::kReduceScatter);
+      if (algo == "hier_halving") return hierScatterGatherUs(t, bytes, chunk, true, coll == Coll::kReduceScatter);
       return -1;
     case Coll::kBroadcast:
     case Coll::kReduce: {
@@ -255,15 +318,16 @@ double predictUs(const std::string& algo, Coll coll, size_t bytesIn, const Topol
       return -1;
     }
     case Coll::kAllToAll:
-      if (algo == "pairwise") {
+      if (algo == "pairwise") {  // step k: every rank sends its block for rank + k
         double us = 0;
         for (int k = 1; k < n; ++k) {
           std::vector<std::pair<int, int>> pairs;
           for (int r = 0; r < n; ++r) pairs.emplace_back(r, (r + k) % n);
-          us += stepUs(t, pairs, bytes / n / n);
+          us += stepUs(t, pairs, bytes / n);
         }
         return us;
       }
+      if (algo == "hier_pairwise") return hierAllToAllUs(t, bytes / n);
       return -1;
     default: return -1;
   }

@@ -31,9 +31,13 @@ const Algorithm kAlgorithms[] = {
     {Coll::kAllReduce, "hier_leader", buildHierLeaderAllReduce, true},
     {Coll::kAllReduce, "hier_halving", buildHierHalvingAllReduce, true},
     {Coll::kReduceScatter, "ring", buildRingReduceScatter, false},
+    {Coll::kReduceScatter, "recursive_halving", buildRecursiveHalvingReduceScatter, false},
     {Coll::kReduceScatter, "hier_ring", buildHierRingReduceScatter, true},
+    {Coll::kReduceScatter, "hier_halving", buildHierHalvingReduceScatter, true},
     {Coll::kAllGather, "ring", buildRingAllGather, false},
+    {Coll::kAllGather, "recursive_doubling", buildRecursiveDoublingAllGather, false},
     {Coll::kAllGather, "hier_ring", buildHierRingAllGather, true},
+    {Coll::kAllGather, "hier_halving", buildHierHalvingAllGather, true},
     {Coll::kBroadcast, "tree", buildTreeBroadcast, false},
     {Coll::kBroadcast, "chain", buildChainBroadcast, false},
     {Coll::kBroadcast, "hier_chain", buildHierChainBroadcast, true},
@@ -43,23 +47,29 @@ const Algorithm kAlgorithms[] = {
     {Coll::kReduce, "hier_chain", buildHierChainReduce, true},
     {Coll::kReduce, "hier_tree", buildHierTreeReduce, true},
     {Coll::kAllToAll, "pairwise", buildPairwiseAllToAll, false},
+    {Coll::kAllToAll, "hier_pairwise", buildHierAllToAll, true},
 };
 
 Coll tableColl(Coll c) { return c == Coll::kBarrier ? Coll::kAllReduce : c; }
 
 // STRATA_ALGO names that stand for a family: "hier" is each collective's
 // bandwidth-optimal hierarchical algorithm, "ring"/"chain" and
-// "hier_tree"/"hier_leader" name the same shape for rooted and unrooted ones.
+// "hier_tree"/"hier_leader" name the same shape for rooted and unrooted ones;
+// the log-step shapes answer to either name (recursive_doubling /
+// recursive_halving, and "tree" for unrooted collectives; hier_halving /
+// hier_doubling).
 bool forcedMatches(const std::string& forced, Coll coll, const char* name) {
   std::string n = name;
   if (forced == n) return true;
   bool rooted = coll == Coll::kBroadcast || coll == Coll::kReduce;
-  if (forced == "hier") return n == (rooted ? "hier_chain" : "hier_ring");
+  if (forced == "hier") return n == (rooted ? "hier_chain" : coll == Coll::kAllToAll ? "hier_pairwise" : "hier_ring");
   if (rooted && forced == "ring") return n == "chain";
   if (rooted && forced == "hier_ring") return n == "hier_chain";
   if (rooted && forced == "hier_leader") return n == "hier_tree";
   if (!rooted && forced == "hier_tree") return n == "hier_leader";
-  if (!rooted && forced == "tree") return n == "recursive_doubling";
+  const bool logFamily = forced == "tree" || forced == "recursive_doubling" || forced == "recursive_halving";
+  if (!rooted && logFamily) return n == "recursive_doubling" || n == "recursive_halving";
+  if (!rooted && forced == "hier_doubling") return n == "hier_halving";
   if (!rooted && forced == "chain") return n == "ring";
   return false;
 }

@@ -1,6 +1,6 @@
 // Topology through the public API: STRATA_TOPO_FILE places ranks of this host
-// on pretend nodes (3 + 1) so the hierarchical algorithms run over real
-// transports; STRATA_TOPO_DUMP_FILE writes what the communicator used; a bad
+// on pretend nodes (3 + 1, and 2 + 1 + 2 interleaved) so the hierarchical and
+// log-step algorithms run forced over real transports (shm, tcp); STRATA_TOPO_DUMP_FILE writes what the communicator used; a bad
 // file or bad link parameters fail init with strataInvalidArgument and a
 // sentence naming the problem.
 #include <gtest/gtest.h>
@@ -29,15 +29,29 @@ const char* kThreePlusOne =
     R"({"ranks": [{"node": 0}, {"node": 0}, {"node": 1}, {"node": 0}],
         "links": {"intra": {"alpha_us": 1.5, "gbps": 8}, "inter": {"alpha_us": 20, "gbps": 0.5}}})";
 
-class TopoFileAlgorithms : public ::testing::TestWithParam<const char*> {};
+const char* kThreeNodesUneven =  // 2 + 1 + 2 ranks, interleaved: columns are not evenly spaced
+    R"({"ranks": [{"node": 0}, {"node": 1}, {"node": 2}, {"node": 0}, {"node": 2}],
+        "links": {"intra": {"alpha_us": 1.5, "gbps": 8}, "inter": {"alpha_us": 20, "gbps": 0.5}}})";
+
+struct Forced {
+  const char* algo;       // STRATA_ALGO ("" = the cost model)
+  const char* transport;  // STRATA_TRANSPORT
+  const char* topo;       // kThreePlusOne or kThreeNodesUneven
+  const char* label;
+};
+
+class TopoFileAlgorithms : public ::testing::TestWithParam<Forced> {};
 
 TEST_P(TopoFileAlgorithms, EveryCollectiveOnPretendNodesMatchesReference) {
+  const Forced f = GetParam();
+  const bool threePlusOne = f.topo == kThreePlusOne;
+  const int n = threePlusOne ? 4 : 5;
   const std::string topo = tempPath("topo.json"), dump = tempPath("dump_%r.json");
-  writeFile(topo, kThreePlusOne);
+  writeFile(topo, f.topo);
   test::RankSpec spec;
-  spec.nranks = 4;
-  spec.env = {{"STRATA_TOPO_FILE", topo}, {"STRATA_TOPO_DUMP_FILE", dump}, {"STRATA_ALGO", GetParam()},
-              {"STRATA_TIMEOUT_MS", "60000"}};
+  spec.nranks = n;
+  spec.env = {{"STRATA_TOPO_FILE", topo}, {"STRATA_TOPO_DUMP_FILE", dump}, {"STRATA_ALGO", f.algo},
+              {"STRATA_TRANSPORT", f.transport}, {"STRATA_TIMEOUT_MS", "60000"}};
   spec.deadlineSec = 300;
   auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
     std::vector<test::Case> cases = test::allCases();
@@ -53,19 +67,33 @@ TEST_P(TopoFileAlgorithms, EveryCollectiveOnPretendNodesMatchesReference) {
     return problems;
   });
   EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
-  for (int r = 0; r < 4; ++r) {  // each rank dumped what it used: the file's placement and links
+  for (int r = 0; r < n; ++r) {  // each rank dumped what it used: the file's placement and links
     std::string path = tempPath(("dump_" + std::to_string(r) + ".json").c_str());
-    Topology t = readTopologyFile(path, 4);
-    EXPECT_EQ(t.nnodes(), 2) << path;
-    EXPECT_EQ(t.node(0), (std::vector<int>{0, 1, 3})) << path;
+    Topology t = readTopologyFile(path, n);
+    EXPECT_EQ(t.nnodes(), threePlusOne ? 2 : 3) << path;
+    EXPECT_EQ(t.node(0), threePlusOne ? (std::vector<int>{0, 1, 3}) : (std::vector<int>{0, 3})) << path;
     EXPECT_DOUBLE_EQ(t.inter.gbps, 0.5) << path;
     std::remove(path.c_str());
   }
   std::remove(topo.c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(Forced, TopoFileAlgorithms, ::testing::Values("hier", "hier_tree", ""),
-                         [](const auto& info) { return std::string(info.param[0] ? info.param : "auto"); });
+// The log-step algorithms (hier_halving; recursive_doubling, which names
+// recursive_halving for reduce-scatter) and the hierarchical rings, forced
+// over shared memory and TCP, on uneven nodes and a node count that is not
+// a power of two.
+INSTANTIATE_TEST_SUITE_P(
+    Forced, TopoFileAlgorithms,
+    ::testing::Values(Forced{"hier", "shm", kThreePlusOne, "hier"}, Forced{"hier_tree", "shm", kThreePlusOne, "hier_tree"},
+                      Forced{"", "shm", kThreePlusOne, "auto"},
+                      Forced{"hier_halving", "shm", kThreePlusOne, "hier_halving_shm"},
+                      Forced{"hier_halving", "tcp", kThreeNodesUneven, "hier_halving_tcp_3nodes"},
+                      Forced{"hier_halving", "shm", kThreeNodesUneven, "hier_halving_shm_3nodes"},
+                      Forced{"recursive_doubling", "shm", kThreeNodesUneven, "log_flat_shm_3nodes"},
+                      Forced{"recursive_doubling", "tcp", kThreePlusOne, "log_flat_tcp"},
+                      Forced{"hier_ring", "tcp", kThreeNodesUneven, "hier_ring_tcp_3nodes"},
+                      Forced{"", "tcp", kThreeNodesUneven, "auto_tcp_3nodes"}),
+    [](const auto& info) { return std::string(info.param.label); });
 
 // Init with `env` must fail on every rank with strataInvalidArgument and a
 // last-error sentence containing `phrase`.

@@ -105,6 +105,10 @@ std::string runPlanCase(Coll coll, const char* algo, bool inPlace, int n, size_t
           }
         }
         Plan plan = buildCollectivePlan(a, d, cfg);
+        const std::vector<std::string> names = algorithmNames(coll);
+        if (std::find(names.begin(), names.end(), std::string(algo)) != names.end() && plan.algorithm != algo &&
+            (topo || std::string(algo).rfind("hier", 0) != 0))
+          throw Error(strataInternalError, "built " + plan.algorithm + " instead of the forced " + algo);
         if (pieceElems == 0) {
           executePlan(links, plan, Buffers{send, recv, nullptr});
         } else {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include "algo/cost_model.h"
 #include "algo/select.h"
@@ -44,7 +45,8 @@ std::vector<Layout> layouts() {
   };
 }
 
-const Coll kColls[] = {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce};
+const Coll kColls[] = {Coll::kAllReduce, Coll::kReduceScatter, Coll::kAllGather, Coll::kBroadcast, Coll::kReduce,
+                       Coll::kAllToAll};
 
 class HierExec : public ::testing::TestWithParam<Layout> {};
 
@@ -83,6 +85,25 @@ TEST_P(HierExec, OtherTypesAndOps) {
         ASSERT_EQ(err, "") << l.name << " " << collName(coll) << " " << algo << " " << dtypeName(to.t) << " "
                            << redOpName(to.op);
       }
+}
+
+// The hierarchical reduce-scatter / all-gather move a column as strided runs;
+// fusion hands them buffers made of pieces: every step must stop at both a
+// run's and a piece's end.
+TEST_P(HierExec, ColumnsOverBuffersInPieces) {
+  const Layout& l = GetParam();
+  Topology topo = Topology::fromNodeIds(l.nodeOf);
+  const int n = topo.nranks();
+  struct TO { strataDataType_t t; strataRedOp_t op; };
+  for (Coll coll : {Coll::kReduceScatter, Coll::kAllGather})
+    for (const char* algo : {"hier_ring", "hier_halving"})
+      for (TO to : {TO{strataFloat32, strataSum}, TO{strataFloat16, strataAvg}})
+        for (size_t pieceElems : {size_t(1), size_t(13), size_t(700)}) {
+          if (n > 8 && pieceElems == 1) continue;  // keep the 24-rank layout quick
+          std::string err = test::runPlanCase(coll, algo, false, n, 1031, to.t, to.op, 0, &topo, pieceElems);
+          ASSERT_EQ(err, "") << l.name << " " << collName(coll) << " " << algo << " " << dtypeName(to.t)
+                             << " pieces of ~" << pieceElems;
+        }
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, HierExec, ::testing::ValuesIn(layouts()),
@@ -177,6 +198,13 @@ Traffic simulate(const Topology& topo, Coll coll, const std::string& algo, size_
   return out;
 }
 
+size_t carriedColumnsCount(const Topology& t, int rank) {
+  const int l = int(t.node(t.nodeOf(rank)).size());
+  size_t n = 0;
+  for (int j = t.place(rank).local; j < t.maxLocal(); j += l) ++n;
+  return n;
+}
+
 Topology cluster(int nodes, int perNode, bool uneven = false) {
   std::vector<long long> ids;
   for (int m = 0; m < nodes; ++m)
@@ -206,7 +234,8 @@ TEST(HierPlans, EveryRankFinishesOnClustersUpTo64NodesOf8) {
 }
 
 TEST(HierPlans, HierarchicalRingsSendTheMinimumOverEachNodesLink) {
-  for (int nodes : {2, 3, 8, 64})
+  for (const char* algo : {"hier_ring", "hier_halving"})
+  for (int nodes : {2, 3, 8, 13, 64})
     for (int per : {2, 4, 8}) {
       Topology t = cluster(nodes, per);
       const double n = t.nranks(), N = nodes, e = 4;
@@ -216,13 +245,107 @@ TEST(HierPlans, HierarchicalRingsSendTheMinimumOverEachNodesLink) {
                        Expect{Coll::kReduceScatter, (N - 1) / N * double(count) * e},
                        Expect{Coll::kAllGather, (N - 1) / N * double(count) * e}}) {
         size_t perRankCount = x.coll == Coll::kAllReduce ? count : count / size_t(n);
-        Traffic tr = simulate(t, x.coll, "hier_ring", perRankCount, 0);
+        Traffic tr = simulate(t, x.coll, algo, perRankCount, 0);
         ASSERT_TRUE(tr.finished) << tr.problem;
         for (int m = 0; m < nodes; ++m)
           EXPECT_NEAR(tr.interOut[size_t(m)], x.bytes, 2 * n * per * e)
-              << collName(x.coll) << " " << nodes << "x" << per << " node " << m;
+              << algo << " " << collName(x.coll) << " " << nodes << "x" << per << " node " << m;
       }
     }
+}
+
+// At scale a plan must stay small: a column moves as one strided flow, so a
+// rank's log-step reduce-scatter / all-gather has a few flows per step
+// (ceil(log2 N) steps across nodes, L-1 inside), not one per block; and the
+// flat log-step ones move the minimal (n-1)/n of the data in ceil(log2 n) steps.
+TEST(HierPlans, LogStepPlansStaySmallAtScale) {
+  for (int nodes : {64, 200, 512})
+    for (bool roundRobin : {false, true}) {
+      const int per = 8;
+      std::vector<long long> ids;
+      for (int r = 0; r < nodes * per; ++r) ids.push_back(roundRobin ? r % nodes : r / per);
+      Topology t = Topology::fromNodeIds(ids);
+      int steps = 0;
+      while ((1 << steps) < nodes) ++steps;
+      for (Coll coll : {Coll::kReduceScatter, Coll::kAllGather}) {
+        CollArgs a;
+        a.coll = coll;
+        a.nranks = t.nranks();
+        a.count = 3;
+        a.topo = &t;
+        Config cfg;
+        cfg.algo = "hier_halving";
+        for (int r : {0, 7, t.nranks() - 1}) {
+          a.rank = r;
+          Plan p = buildCollectivePlan(a, OpDesc{}, cfg);
+          // Per step across nodes: at most two ranges (the cyclic wrap) each way;
+          // inside: one flow per ring step (a column's runs are one flow).
+          EXPECT_LE(p.flows.size(), size_t(4 * steps + 3 * (per - 1) + 2))
+              << collName(coll) << " " << nodes << "x" << per << (roundRobin ? " round-robin" : "") << " rank " << r;
+        }
+      }
+    }
+  for (int n : {2, 3, 5, 8, 12, 17, 64}) {
+    Topology t = cluster(1, n);
+    for (Coll coll : {Coll::kReduceScatter, Coll::kAllGather}) {
+      const char* algo = coll == Coll::kReduceScatter ? "recursive_halving" : "recursive_doubling";
+      const size_t count = 1021;
+      Traffic tr = simulate(t, coll, algo, count, 0);
+      ASSERT_TRUE(tr.finished) << algo << " n=" << n << ": " << tr.problem;
+      CollArgs a;
+      a.coll = coll;
+      a.nranks = n;
+      a.count = count;
+      Config cfg;
+      cfg.algo = algo;
+      int steps = 0;
+      while ((1 << steps) < n) ++steps;
+      for (int r = 0; r < n; ++r) {
+        a.rank = r;
+        Plan p = buildCollectivePlan(a, OpDesc{}, cfg);
+        size_t sent = 0;
+        for (const Flow& f : p.flows)
+          if (f.kind == FlowKind::kSend || f.forwardPeer >= 0) sent += f.bytes;
+        EXPECT_EQ(sent, size_t(n - 1) * count * 4) << algo << " n=" << n << " rank " << r;
+        EXPECT_EQ(p.phases.size(), size_t(steps)) << algo << " n=" << n << " rank " << r;
+      }
+    }
+  }
+}
+
+// The aggregated all-to-all moves the same bytes over each node's link as the
+// flat one, in one message per peer node and column instead of one per rank.
+TEST(HierPlans, AggregatedAllToAllSendsOneMessagePerPeerNodeAndColumn) {
+  for (int nodes : {2, 3, 8})
+    for (int per : {2, 3, 4})
+      for (bool uneven : {false, true}) {
+        Topology t = cluster(nodes, per, uneven);
+        const size_t count = 37;
+        Traffic flat = simulate(t, Coll::kAllToAll, "pairwise", count, 0);
+        Traffic agg = simulate(t, Coll::kAllToAll, "hier_pairwise", count, 0);
+        ASSERT_TRUE(flat.finished && agg.finished) << flat.problem << agg.problem;
+        for (int m = 0; m < nodes; ++m)
+          EXPECT_EQ(agg.interOut[size_t(m)], flat.interOut[size_t(m)]) << nodes << "x" << per << " node " << m;
+        CollArgs a;
+        a.coll = Coll::kAllToAll;
+        a.nranks = t.nranks();
+        a.count = count;
+        a.topo = &t;
+        Config cfg;
+        cfg.algo = "hier_pairwise";
+        for (int r = 0; r < t.nranks(); ++r) {
+          a.rank = r;
+          Plan p = buildCollectivePlan(a, OpDesc{}, cfg);
+          std::set<std::pair<size_t, int>> messages;  // (phase, peer on another node)
+          for (size_t ph = 0; ph < p.phases.size(); ++ph)
+            for (uint32_t i = 0; i < p.phases[ph].count; ++i) {
+              const Flow& f = p.flows[p.phases[ph].first + i];
+              if (f.kind == FlowKind::kSend && t.nodeOf(f.peer) != t.nodeOf(r)) messages.insert({ph, f.peer});
+            }
+          const size_t carried = carriedColumnsCount(t, r);
+          EXPECT_LE(messages.size(), carried * size_t(nodes - 1)) << nodes << "x" << per << " rank " << r;
+        }
+      }
 }
 
 TEST(HierPlans, FlatRankOrderRingSuffersFromRoundRobinPlacementButHierarchicalDoesNot) {
@@ -293,7 +416,7 @@ TEST(CostModel, PredictionsGrowWithSizeAndAutomaticChoiceIsTheMinimum) {
       CollArgs args;
       args.coll = coll;
       args.nranks = 4;
-      args.count = (coll == Coll::kReduceScatter || coll == Coll::kAllGather) ? bytes / 16 : bytes / 4;
+      args.count = (coll == Coll::kReduceScatter || coll == Coll::kAllGather || coll == Coll::kAllToAll) ? bytes / 16 : bytes / 4;
       if (args.count == 0) continue;
       args.topo = &t;
       OpDesc d;
@@ -339,6 +462,24 @@ TEST(CostModel, ForcedAlgorithmWinsOverTheModel) {
   EXPECT_EQ(buildCollectivePlan(args, OpDesc{}, cfg).algorithm, "hier_ring");
   args.coll = Coll::kBroadcast;
   EXPECT_EQ(buildCollectivePlan(args, OpDesc{}, cfg).algorithm, "hier_chain");
+  args.coll = Coll::kAllToAll;
+  EXPECT_EQ(buildCollectivePlan(args, OpDesc{}, cfg).algorithm, "hier_pairwise");
+  // The log-step shapes answer to each other's names across collectives.
+  struct Name { Coll coll; const char* forced; const char* built; };
+  for (Name x : {Name{Coll::kReduceScatter, "recursive_halving", "recursive_halving"},
+                 Name{Coll::kReduceScatter, "recursive_doubling", "recursive_halving"},
+                 Name{Coll::kReduceScatter, "tree", "recursive_halving"},
+                 Name{Coll::kAllGather, "recursive_halving", "recursive_doubling"},
+                 Name{Coll::kAllGather, "recursive_doubling", "recursive_doubling"},
+                 Name{Coll::kReduceScatter, "hier_halving", "hier_halving"},
+                 Name{Coll::kAllGather, "hier_doubling", "hier_halving"},
+                 Name{Coll::kAllReduce, "hier_halving", "hier_halving"},
+                 Name{Coll::kAllToAll, "hier_pairwise", "hier_pairwise"},
+                 Name{Coll::kAllToAll, "pairwise", "pairwise"}}) {
+    args.coll = x.coll;
+    cfg.algo = x.forced;
+    EXPECT_EQ(buildCollectivePlan(args, OpDesc{}, cfg).algorithm, x.built) << collName(x.coll) << " " << x.forced;
+  }
 }
 
 }  // namespace

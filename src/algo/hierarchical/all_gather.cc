@@ -1,19 +1,31 @@
 // Hierarchical all-gather, the mirror of the hierarchical reduce-scatter:
-// per pipeline slice, (1) each column's carriers run a ring all-gather across
+// per pipeline slice, (1) each column's carriers run an all-gather across
 // nodes of the blocks of that column (block b = rank b's data, column = b's
-// local rank), (2) a ring all-gather inside each node spreads every block from
-// its carrier to the node's other ranks.
+// local rank): a ring (hier_ring) or log-step (hier_halving: recursive
+// doubling, or Bruck's for node counts that are not powers of two), (2) a
+// ring all-gather inside each node spreads every column from its carrier to
+// the node's other ranks, a column moving as one block of evenly spaced runs.
 #include "algo/algorithms.h"
 #include "algo/compose.h"
 #include "algo/hierarchical/teams.h"
+#include "algo/log_blocks.h"
 
 namespace strata {
 
-void buildHierRingAllGather(const CollArgs& a, Plan& plan) {
+namespace {
+
+using ColumnAllGather = void (*)(Plan&, const Team&, const std::vector<RingBlock>&, size_t chunkBytes);
+
+void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t) {
+  emitLogAllGather(plan, team, blocks);
+}
+
+void buildHierAllGather(const CollArgs& a, Plan& plan, ColumnAllGather across) {
   const Topology& t = *a.topo;
-  const size_t e = plan.elemSize, c = a.count, n = size_t(t.nranks());
+  const size_t e = plan.elemSize, c = a.count;
   const int nodes = t.nnodes();
   const Team local = nodeTeam(t, a.rank);
+  const std::vector<ColumnRun> runs = columnRuns(t);
   const size_t slices = hierBlockSlices(t, c * e, a.chunkBytes);
   for (size_t s = 0; s < slices; ++s) {
     const size_t begin = blockBegin(c, int(slices), int(s));
@@ -22,30 +34,38 @@ void buildHierRingAllGather(const CollArgs& a, Plan& plan) {
     const Ref mine = at(Buf::kSend, begin * e);
     if (nodes > 1) {
       for (int j : carriedColumns(t, a.rank)) {
-        std::vector<RingBlock> col;
-        for (size_t b = 0; b < n; ++b) {
-          if (t.place(int(b)).local != j) continue;
-          RingBlock rb;
-          rb.owner = t.nodeOf(int(b));
-          rb.src = int(b) == a.rank ? mine : dstOf(b);
-          rb.dst = dstOf(b);
-          rb.elems = len;
-          col.push_back(rb);
+        std::vector<RingBlock> column(static_cast<size_t>(nodes));
+        for (int m = 0; m < nodes; ++m) {
+          RingBlock& b = column[size_t(m)];
+          const bool has = int(t.node(m).size()) > j;
+          const size_t rank = size_t(has ? t.node(m)[size_t(j)] : t.node(m)[0]);
+          b.owner = m;
+          b.dst = dstOf(rank);
+          b.src = int(rank) == a.rank && has ? mine : b.dst;
+          b.elems = has ? len : 0;
         }
-        emitRingAllGather(plan, columnTeam(t, j, a.rank), col, a.chunkBytes);
+        across(plan, columnTeam(t, j, a.rank), column, a.chunkBytes);
       }
     }
     std::vector<RingBlock> blocks;
-    for (size_t b = 0; b < n; ++b) {
-      RingBlock rb;
-      rb.owner = t.place(int(b)).local % local.size();
-      rb.src = (nodes == 1 && int(b) == a.rank) ? mine : dstOf(b);
-      rb.dst = dstOf(b);
-      rb.elems = len;
-      blocks.push_back(rb);
+    for (const ColumnRun& r : runs) {
+      RingBlock b;
+      b.owner = r.column % local.size();
+      b.src = b.dst = dstOf(size_t(r.rank0));
+      b.srcStride = b.dstStride = size_t(r.rankStride) * c * e;
+      b.runs = r.count;
+      b.elems = r.count * len;
+      if (nodes == 1 && r.rank0 == a.rank) b.src = mine;
+      blocks.push_back(b);
     }
     emitRingAllGather(plan, local, blocks, a.chunkBytes);
   }
 }
+
+}  // namespace
+
+void buildHierRingAllGather(const CollArgs& a, Plan& plan) { buildHierAllGather(a, plan, emitRingAllGather); }
+
+void buildHierHalvingAllGather(const CollArgs& a, Plan& plan) { buildHierAllGather(a, plan, logAcrossNodes); }
 
 }  // namespace strata

@@ -5,14 +5,16 @@
 //    the same part on the other nodes, all columns at once, (3) a ring
 //    all-gather inside each node. A node's link carries 2(N-1)/N of the data,
 //    the minimum, split over as many streams as the node has ranks.
-//  - halving (bandwidth, many nodes): the same, with step (2) a recursive
-//    halving / doubling all-reduce: 2 log2(N) inter-node steps instead of 2(N-1).
+//  - halving (bandwidth, many nodes): the same, with step (2) a log-step
+//    all-reduce (algo/log_blocks.h: recursive halving then doubling, or the
+//    Bruck patterns for node counts that are not powers of two): 2 ceil(log2 N)
+//    inter-node steps instead of 2(N-1), the same minimal bytes.
 //  - leader (latency): a binomial-tree reduce to one leader per node,
 //    recursive doubling among the leaders, a binomial-tree broadcast back.
 #include "algo/algorithms.h"
 #include "algo/compose.h"
-#include "algo/halving_doubling.h"
 #include "algo/hierarchical/teams.h"
+#include "algo/log_blocks.h"
 
 namespace strata {
 
@@ -67,7 +69,7 @@ void buildHierRingAllReduce(const CollArgs& a, Plan& plan) {
 }
 
 void buildHierHalvingAllReduce(const CollArgs& a, Plan& plan) {
-  buildHierTwoLevelAllReduce(a, plan, emitHalvingDoublingAllReduceInPlace);
+  buildHierTwoLevelAllReduce(a, plan, emitLogAllReduceInPlace);
 }
 
 void buildHierLeaderAllReduce(const CollArgs& a, Plan& plan) {

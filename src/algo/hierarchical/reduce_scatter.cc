@@ -1,12 +1,17 @@
 // Hierarchical reduce-scatter: block b (rank b's result) belongs to column
-// col(b) = b's local rank. Per pipeline slice, (1) a ring reduce-scatter inside
-// each node leaves the node's partial sum of every block with the carrier of
-// its column (in scratch), (2) each column's carriers run a ring
-// reduce-scatter across nodes that ends each block at its rank. A node's link
-// carries (N-1)/N of the data, the minimum.
+// col(b) = b's local rank. Per pipeline slice, (1) a ring reduce-scatter
+// inside each node leaves the node's partial sums of each column's blocks
+// with the column's carrier (in scratch, in node order); a column moves as
+// one block of evenly spaced runs (teams.h: columnRuns), so the ring takes
+// ranks-per-node - 1 steps however many nodes there are; (2) each column's
+// carriers run a reduce-scatter across nodes that ends each block at its
+// rank: a ring (hier_ring, N-1 steps) or log-step (hier_halving, ceil(log2 N)
+// steps: algo/log_blocks.h). A node's link carries (N-1)/N of the data, the
+// minimum, either way.
 #include "algo/algorithms.h"
 #include "algo/compose.h"
 #include "algo/hierarchical/teams.h"
+#include "algo/log_blocks.h"
 
 namespace strata {
 
@@ -15,45 +20,74 @@ size_t hierBlockSlices(const Topology& t, size_t blockBytes, size_t chunkBytes) 
   return sliceCount(blockBytes, chunkBytes);
 }
 
-void buildHierRingReduceScatter(const CollArgs& a, Plan& plan) {
+namespace {
+
+// The inter-node stage over one column's team: one block per node (empty
+// where a node has no rank of that local index).
+using ColumnReduceScatter = void (*)(Plan&, const Team&, const std::vector<RingBlock>&, size_t chunkBytes);
+
+void ringAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t chunkBytes) {
+  emitRingReduceScatter(plan, team, blocks, chunkBytes, true);
+}
+
+void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t) {
+  emitLogReduceScatter(plan, team, blocks, true);
+}
+
+void buildHierReduceScatter(const CollArgs& a, Plan& plan, ColumnReduceScatter across) {
   const Topology& t = *a.topo;
-  const size_t e = plan.elemSize, c = a.count, n = size_t(t.nranks());
+  const size_t e = plan.elemSize, c = a.count;
   const int nodes = t.nnodes();
   const Team local = nodeTeam(t, a.rank);
-  // Where I keep the node partials of the blocks I carry (nodes > 1).
-  std::vector<Ref> slot(n);
-  for (size_t b = 0; b < n; ++b)
-    if (nodes > 1 && t.place(int(b)).local % local.size() == local.me) slot[b] = reserveScratch(plan, c * e);
+  const std::vector<ColumnRun> runs = columnRuns(t);
+  // Where I keep my node's partial sums of the columns I carry (nodes > 1):
+  // each column's blocks in node order.
+  std::vector<Ref> columnSum(size_t(t.maxLocal()));
+  if (nodes > 1)
+    for (int j : carriedColumns(t, a.rank))
+      columnSum[size_t(j)] = reserveScratch(plan, columnRanks(t, j).size() * c * e);
   const size_t slices = hierBlockSlices(t, c * e, a.chunkBytes);
   for (size_t s = 0; s < slices; ++s) {
     const size_t begin = blockBegin(c, int(slices), int(s));
     const size_t len = blockBegin(c, int(slices), int(s) + 1) - begin;
-    auto shift = [&](Ref r) { return plus(r, begin * e); };
     std::vector<RingBlock> blocks;
-    for (size_t b = 0; b < n; ++b) {
-      RingBlock rb;
-      rb.owner = t.place(int(b)).local % local.size();
-      rb.src = at(Buf::kSend, (b * c + begin) * e);
-      rb.dst = nodes == 1 ? at(Buf::kRecv, begin * e) : (slot[b].valid() ? shift(slot[b]) : Ref{});
-      rb.elems = len;
-      blocks.push_back(rb);
+    for (const ColumnRun& r : runs) {
+      RingBlock b;
+      b.owner = r.column % local.size();
+      b.src = at(Buf::kSend, (size_t(r.rank0) * c + begin) * e);
+      b.srcStride = size_t(r.rankStride) * c * e;
+      b.dstStride = c * e;
+      b.runs = r.count;
+      b.elems = r.count * len;
+      if (nodes == 1) b.dst = at(Buf::kRecv, begin * e);
+      else if (b.owner == local.me) b.dst = plus(columnSum[size_t(r.column)], (r.first * c + begin) * e);
+      blocks.push_back(b);
     }
     emitRingReduceScatter(plan, local, blocks, a.chunkBytes, nodes == 1);
     if (nodes == 1) continue;
     for (int j : carriedColumns(t, a.rank)) {
-      std::vector<RingBlock> col;
-      for (size_t b = 0; b < n; ++b) {
-        if (t.place(int(b)).local != j) continue;
-        RingBlock rb;
-        rb.owner = t.nodeOf(int(b));
-        rb.src = shift(slot[b]);
-        rb.dst = at(Buf::kRecv, begin * e);
-        rb.elems = len;
-        col.push_back(rb);
+      std::vector<RingBlock> column(static_cast<size_t>(nodes));
+      size_t index = 0;  // of the next block in the column
+      for (int m = 0; m < nodes; ++m) {
+        RingBlock& b = column[size_t(m)];
+        const bool has = int(t.node(m).size()) > j;
+        b.owner = m;
+        b.src = b.dst = plus(columnSum[size_t(j)], (index * c + begin) * e);
+        b.elems = has ? len : 0;
+        if (has && t.node(m)[size_t(j)] == a.rank) b.dst = at(Buf::kRecv, begin * e);
+        index += has ? 1 : 0;
       }
-      emitRingReduceScatter(plan, columnTeam(t, j, a.rank), col, a.chunkBytes, true);
+      across(plan, columnTeam(t, j, a.rank), column, a.chunkBytes);
     }
   }
+}
+
+}  // namespace
+
+void buildHierRingReduceScatter(const CollArgs& a, Plan& plan) { buildHierReduceScatter(a, plan, ringAcrossNodes); }
+
+void buildHierHalvingReduceScatter(const CollArgs& a, Plan& plan) {
+  buildHierReduceScatter(a, plan, logAcrossNodes);
 }
 
 }  // namespace strata

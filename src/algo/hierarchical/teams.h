@@ -56,6 +56,27 @@ inline Team leaderTeam(const Topology& t, int root, int rank) {
   return team;
 }
 
+// The ranks of column `column` (local index `column` on every node that has
+// one), in node order.
+inline std::vector<int> columnRanks(const Topology& t, int column) {
+  std::vector<int> ranks;
+  for (int m = 0; m < t.nnodes(); ++m)
+    if (int(t.node(m).size()) > column) ranks.push_back(t.node(m)[size_t(column)]);
+  return ranks;
+}
+
+// A column's blocks in a rank-major buffer, cut into runs of evenly spaced
+// ranks: ranks[first + i] = rank0 + i * rankStride for i < count. Node by
+// node placement with equal nodes gives one run per column (stride: ranks
+// per node), round-robin placement one contiguous run; uneven nodes more.
+// The same on every rank, so every member of a team cuts a column alike.
+struct ColumnRun {
+  int column = 0;
+  size_t first = 0, count = 0;  // indices into columnRanks(column)
+  int rank0 = 0, rankStride = 1;
+};
+std::vector<ColumnRun> columnRuns(const Topology& t);
+
 inline bool isLeader(const Topology& t, int root, int rank) {
   return rank == (t.nodeOf(rank) == t.nodeOf(root) ? root : t.node(t.nodeOf(rank))[0]);
 }
