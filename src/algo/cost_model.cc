@@ -164,6 +164,18 @@ double hierRingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
   return slices * (2 * intraRingsUs(t, k, slicePart, chunk) + inter);
 }
 
+// A log-step reduce-scatter / all-gather across nodes of every column at
+// once, blocks of `blockBytes` per node: each step cut into pipeline slices,
+// one phase each (algo/log_blocks.cc).
+double logColumnsUs(const Topology& t, double blockBytes, size_t chunk, bool reduceScatter) {
+  double us = 0;
+  for (const LogStepShape& sh : logStepShapes(t.nnodes(), reduceScatter)) {
+    const double slices = double(sliceCount(size_t(sh.blocks * blockBytes), chunk));
+    us += interColumnsUs(t, sh.blocks * blockBytes / slices, slices);
+  }
+  return us;
+}
+
 // Mirrors buildHierHalvingAllReduce: as the ring version, with each column's
 // all-reduce across nodes a log-step reduce-scatter and all-gather of
 // node-count sub-blocks (algo/log_blocks.h), each step one phase.
@@ -171,9 +183,7 @@ double hierHalvingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
   const double k = t.maxLocal(), part = bytes / k;
   const double slices = double(hierOuterSlices(t, size_t(part), chunk));
   const double slicePart = part / slices, sub = slicePart / t.nnodes();
-  double inter = 0;
-  for (bool reduceScatter : {true, false})
-    for (const LogStepShape& sh : logStepShapes(t.nnodes(), reduceScatter)) inter += interColumnsUs(t, sh.blocks * sub, 1);
+  const double inter = logColumnsUs(t, sub, chunk, true) + logColumnsUs(t, sub, chunk, false);
   return slices * (2 * intraRingsUs(t, k, slicePart, chunk) + inter);
 }
 
@@ -199,14 +209,16 @@ double intraColumnRingsUs(const Topology& t, double blockBytes, size_t chunk) {
 
 // A log-step reduce-scatter / all-gather over `team` (global ranks), blocks of
 // `blockBytes`: the steps of algo/log_blocks.h, every member's transfer of a
-// step at once.
-double logStepsUs(const Topology& t, const std::vector<int>& team, double blockBytes, bool reduceScatter) {
+// step at once, each step cut into pipeline slices.
+double logStepsUs(const Topology& t, const std::vector<int>& team, double blockBytes, size_t chunk,
+                  bool reduceScatter) {
   const int n = int(team.size());
   double us = 0;
   for (const LogStepShape& sh : logStepShapes(n, reduceScatter)) {
     std::vector<std::pair<int, int>> pairs;
     for (int q = 0; q < n; ++q) pairs.emplace_back(team[size_t(q)], team[size_t(sh.sendsTo(q, n, reduceScatter))]);
-    us += stepUs(t, pairs, sh.blocks * blockBytes);
+    const double slices = double(sliceCount(size_t(sh.blocks * blockBytes), chunk));
+    us += slices * stepUs(t, pairs, sh.blocks * blockBytes / slices);
   }
   return us;
 }
@@ -219,12 +231,7 @@ double hierScatterGatherUs(const Topology& t, double bytes, size_t chunk, bool l
   const double n = t.nranks(), nodes = t.nnodes(), block = bytes / n;
   const double slices = double(hierBlockSlices(t, size_t(block), chunk));
   const double bs = block / slices;
-  double inter = 0;
-  if (!logAcross) {
-    inter = interColumnsUs(t, bs, nodes - 1);
-  } else {
-    for (const LogStepShape& sh : logStepShapes(t.nnodes(), reduceScatter)) inter += interColumnsUs(t, sh.blocks * bs, 1);
-  }
+  const double inter = logAcross ? logColumnsUs(t, bs, chunk, reduceScatter) : interColumnsUs(t, bs, nodes - 1);
   return slices * (intraColumnRingsUs(t, bs, chunk) + inter);
 }
 
@@ -298,7 +305,7 @@ double predictUs(const std::string& algo, Coll coll, size_t bytesIn, const Topol
     case Coll::kAllGather:
       if (algo == "ring") return ringUs(t, identity(n), bytes / n / slices, double(n - 1) * slices);
       if (algo == (coll == Coll::kReduceScatter ? "recursive_halving" : "recursive_doubling"))
-        return logStepsUs(t, identity(n), bytes / n, coll == Coll::kReduceScatter);
+        return logStepsUs(t, identity(n), bytes / n, chunk, coll == Coll::kReduceScatter);
       if (algo == "hier_ring") return hierScatterGatherUs(t, bytes, chunk, false, coll == Coll::kReduceScatter);
       if (algo == "hier_halving") return hierScatterGatherUs(t, bytes, chunk, true, coll == Coll::kReduceScatter);
       return -1;

@@ -11,9 +11,9 @@
 //    direction, each reducing what it receives. No step moves a block twice,
 //    so the bytes stay minimal without the pre/post fold step that doubles
 //    the traffic of the members that fold.
-// Each step is one phase (its sends and receives progress together, so no
-// step can block on link buffering); the executor streams it fragment by
-// fragment.
+// Each step is cut into pipeline slices of about `chunkBytes`, one phase each
+// (a slice's sends and receives progress together, so no step can block on
+// link buffering); see stepSlices in log_blocks.cc for why not one phase.
 #pragma once
 
 #include <vector>
@@ -27,10 +27,11 @@ namespace strata {
 // partial sums of block q (may equal src when that is writable; invalid:
 // scratch is reserved where needed). `finalize`: the last reduction of my
 // block is the operation's final one.
-void emitLogReduceScatter(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, bool finalize);
+void emitLogReduceScatter(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t chunkBytes,
+                          bool finalize);
 
 // blocks[me].src: my data; blocks[q].dst: where block q lands on me.
-void emitLogAllGather(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks);
+void emitLogAllGather(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t chunkBytes);
 
 // All-reduce of `elems` elements at `buf` (in place) over the team: a log-step
 // reduce-scatter of team-size sub-blocks, then their log-step all-gather

@@ -209,33 +209,4 @@ void addPieces(Plan& plan, const Flow& proto, const std::vector<Piece>& pieces) 
   plan.add(cur);
 }
 
-std::vector<RingBlock> groupRuns(int owner, Buf srcBuf, const std::vector<size_t>& srcOffsets, Buf dstBuf,
-                                 const std::vector<size_t>& dstOffsets, size_t elems, size_t elemSize) {
-  std::vector<RingBlock> out;
-  for (size_t i = 0; i < srcOffsets.size();) {
-    RingBlock b;
-    b.owner = owner;
-    b.src = Ref{srcBuf, srcOffsets[i]};
-    b.dst = Ref{dstBuf, dstOffsets[i]};
-    size_t j = i + 1;
-    if (j < srcOffsets.size() && srcOffsets[j] > srcOffsets[i] && dstOffsets[j] > dstOffsets[i]) {
-      b.srcStride = srcOffsets[j] - srcOffsets[i];
-      b.dstStride = dstOffsets[j] - dstOffsets[i];
-      // Runs must not overlap (a stride below the run's size would).
-      if (b.srcStride >= elems * elemSize && b.dstStride >= elems * elemSize)
-        while (j < srcOffsets.size() && srcOffsets[j] == srcOffsets[i] + (j - i) * b.srcStride &&
-               dstOffsets[j] == dstOffsets[i] + (j - i) * b.dstStride)
-          ++j;
-      else
-        j = i + 1;
-    }
-    b.runs = j - i;
-    if (b.runs == 1) b.srcStride = b.dstStride = 0;
-    b.elems = elems * b.runs;
-    out.push_back(b);
-    i = j;
-  }
-  return out;
-}
-
 }  // namespace strata

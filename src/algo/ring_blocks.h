@@ -69,10 +69,4 @@ struct Piece {
 // skipped; when all are, one empty flow still carries the descriptor.
 void addPieces(Plan& plan, const Flow& proto, const std::vector<Piece>& pieces);
 
-// The blocks at `srcOffsets` / `dstOffsets` (bytes, in `src.buf` / `dst.buf`),
-// each of `elems` elements, as few RingBlocks of evenly spaced runs as
-// possible, all owned by `owner`.
-std::vector<RingBlock> groupRuns(int owner, Buf srcBuf, const std::vector<size_t>& srcOffsets, Buf dstBuf,
-                                 const std::vector<size_t>& dstOffsets, size_t elems, size_t elemSize);
-
 }  // namespace strata

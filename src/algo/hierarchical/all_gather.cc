@@ -16,8 +16,8 @@ namespace {
 
 using ColumnAllGather = void (*)(Plan&, const Team&, const std::vector<RingBlock>&, size_t chunkBytes);
 
-void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t) {
-  emitLogAllGather(plan, team, blocks);
+void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t chunkBytes) {
+  emitLogAllGather(plan, team, blocks, chunkBytes);
 }
 
 void buildHierAllGather(const CollArgs& a, Plan& plan, ColumnAllGather across) {

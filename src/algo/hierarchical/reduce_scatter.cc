@@ -30,8 +30,8 @@ void ringAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>&
   emitRingReduceScatter(plan, team, blocks, chunkBytes, true);
 }
 
-void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t) {
-  emitLogReduceScatter(plan, team, blocks, true);
+void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t chunkBytes) {
+  emitLogReduceScatter(plan, team, blocks, chunkBytes, true);
 }
 
 void buildHierReduceScatter(const CollArgs& a, Plan& plan, ColumnReduceScatter across) {
