@@ -166,11 +166,12 @@ double hierRingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
 
 // A log-step reduce-scatter / all-gather across nodes of every column at
 // once, blocks of `blockBytes` per node: each step cut into pipeline slices,
-// one phase each (algo/log_blocks.cc).
+// one phase each (algo/log_blocks.cc), of logStepSliceBytes.
 double logColumnsUs(const Topology& t, double blockBytes, size_t chunk, bool reduceScatter) {
+  const size_t slice = logStepSliceBytes(&t, chunk);
   double us = 0;
   for (const LogStepShape& sh : logStepShapes(t.nnodes(), reduceScatter)) {
-    const double slices = double(sliceCount(size_t(sh.blocks * blockBytes), chunk));
+    const double slices = double(sliceCount(size_t(sh.blocks * blockBytes), slice));
     us += interColumnsUs(t, sh.blocks * blockBytes / slices, slices);
   }
   return us;
@@ -209,15 +210,16 @@ double intraColumnRingsUs(const Topology& t, double blockBytes, size_t chunk) {
 
 // A log-step reduce-scatter / all-gather over `team` (global ranks), blocks of
 // `blockBytes`: the steps of algo/log_blocks.h, every member's transfer of a
-// step at once, each step cut into pipeline slices.
+// step at once, each step cut into pipeline slices (logStepSliceBytes).
 double logStepsUs(const Topology& t, const std::vector<int>& team, double blockBytes, size_t chunk,
                   bool reduceScatter) {
   const int n = int(team.size());
+  const size_t slice = logStepSliceBytes(&t, chunk);
   double us = 0;
   for (const LogStepShape& sh : logStepShapes(n, reduceScatter)) {
     std::vector<std::pair<int, int>> pairs;
     for (int q = 0; q < n; ++q) pairs.emplace_back(team[size_t(q)], team[size_t(sh.sendsTo(q, n, reduceScatter))]);
-    const double slices = double(sliceCount(size_t(sh.blocks * blockBytes), chunk));
+    const double slices = double(sliceCount(size_t(sh.blocks * blockBytes), slice));
     us += slices * stepUs(t, pairs, sh.blocks * blockBytes / slices);
   }
   return us;

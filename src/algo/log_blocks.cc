@@ -83,13 +83,14 @@ std::vector<LogStep> logReduceScatterSteps(int t, int me) {
 namespace {
 
 // Each step is cut into pipeline slices, one phase each, so that no message
-// of a phase exceeds about a chunk: the partners go in lockstep slice by
+// of a phase exceeds about a slice: the partners go in lockstep slice by
 // slice, and a rank never runs megabytes ahead into its socket buffers while
 // its partner lags (on 8 shaped namespace nodes a 16 MiB recursive halving
-// took 2x the ring in unsliced steps, 1.13x sliced; overlapping the steps
-// instead, slice s of step k beside slice s + 1 of step k - 1, took 1.45x:
-// a phase then waits for several partners at once). The count comes from the
-// largest block and the step's block count, the same on every member.
+// took 2x the ring in unsliced steps, 1.13x in 512 KiB slices, the ring's
+// time in 128 KiB ones; overlapping the steps instead, slice s of step k
+// beside slice s + 1 of step k - 1, took 1.45x: a phase then waits for
+// several partners at once). The count comes from the largest block and the
+// step's block count, the same on every member.
 size_t stepSlices(const std::vector<RingBlock>& blocks, const LogStepShape& shape, size_t elemSize, size_t chunk) {
   size_t maxBlock = 0;
   for (const RingBlock& b : blocks) maxBlock = std::max(maxBlock, b.elems);
@@ -98,7 +99,17 @@ size_t stepSlices(const std::vector<RingBlock>& blocks, const LogStepShape& shap
 
 }  // namespace
 
-void emitLogReduceScatter(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t chunkBytes,
+size_t logStepSliceBytes(const Topology* t, size_t chunkBytes) {
+  if (!t) return chunkBytes;
+  constexpr double kPhaseUs = 1000;    // about a millisecond of link time per phase
+  constexpr size_t kMinSlice = 65536;  // below this the phases' latency shows on fast links
+  const LinkParams& link = t->nnodes() > 1 ? t->inter : t->intra;
+  const double linkBytes = link.gbps * 1e3 * kPhaseUs;
+  const size_t slice = linkBytes > 0 ? std::max(kMinSlice, size_t(linkBytes)) : chunkBytes;
+  return std::min(slice, chunkBytes);
+}
+
+void emitLogReduceScatter(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t sliceBytes,
                           bool finalize) {
   checkBlocks(team, blocks);
   const int t = team.size(), me = team.me;
@@ -142,7 +153,7 @@ void emitLogReduceScatter(Plan& plan, const Team& team, const std::vector<RingBl
   const std::vector<LogStepShape> shapes = logStepShapes(t, true);
   for (size_t k = 0; k < steps.size(); ++k) {
     const LogStep& s = steps[k];
-    const size_t slices = stepSlices(blocks, shapes[k], e, chunkBytes);
+    const size_t slices = stepSlices(blocks, shapes[k], e, sliceBytes);
     for (size_t sl = 0; sl < slices; ++sl) {
       auto piece = [&](int q, bool withTarget) {
         const size_t elems = blocks[size_t(q)].elems;
@@ -163,7 +174,7 @@ void emitLogReduceScatter(Plan& plan, const Team& team, const std::vector<RingBl
   }
 }
 
-void emitLogAllGather(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t chunkBytes) {
+void emitLogAllGather(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t sliceBytes) {
   checkBlocks(team, blocks);
   const int t = team.size(), me = team.me;
   const size_t e = plan.elemSize;
@@ -179,7 +190,7 @@ void emitLogAllGather(Plan& plan, const Team& team, const std::vector<RingBlock>
   const std::vector<LogStepShape> shapes = logStepShapes(t, false);
   for (size_t k = 0; k < steps.size(); ++k) {
     const LogStep& s = steps[k];
-    const size_t slices = stepSlices(blocks, shapes[k], e, chunkBytes);
+    const size_t slices = stepSlices(blocks, shapes[k], e, sliceBytes);
     for (size_t sl = 0; sl < slices; ++sl) {
       auto piece = [&](int q, Ref where, bool asSource) {
         const size_t elems = blocks[size_t(q)].elems;
@@ -205,7 +216,7 @@ void emitLogAllGather(Plan& plan, const Team& team, const std::vector<RingBlock>
   }
 }
 
-void emitLogAllReduceInPlace(Plan& plan, const Team& team, Ref buf, size_t elems, size_t chunkBytes, bool finalize) {
+void emitLogAllReduceInPlace(Plan& plan, const Team& team, Ref buf, size_t elems, size_t sliceBytes, bool finalize) {
   const int t = team.size();
   std::vector<RingBlock> blocks(static_cast<size_t>(t));
   for (int q = 0; q < t; ++q) {
@@ -215,8 +226,8 @@ void emitLogAllReduceInPlace(Plan& plan, const Team& team, Ref buf, size_t elems
     b.src = b.dst = plus(buf, begin * plan.elemSize);
     b.elems = blockBegin(elems, t, q + 1) - begin;
   }
-  emitLogReduceScatter(plan, team, blocks, chunkBytes, finalize);
-  emitLogAllGather(plan, team, blocks, chunkBytes);
+  emitLogReduceScatter(plan, team, blocks, sliceBytes, finalize);
+  emitLogAllGather(plan, team, blocks, sliceBytes);
 }
 
 }  // namespace strata

@@ -11,34 +11,48 @@
 //    direction, each reducing what it receives. No step moves a block twice,
 //    so the bytes stay minimal without the pre/post fold step that doubles
 //    the traffic of the members that fold.
-// Each step is cut into pipeline slices of about `chunkBytes`, one phase each
+// Each step is cut into pipeline slices of about `sliceBytes`, one phase each
 // (a slice's sends and receives progress together, so no step can block on
-// link buffering); see stepSlices in log_blocks.cc for why not one phase.
+// link buffering); see stepSlices in log_blocks.cc for why not one phase,
+// and logStepSliceBytes for the slice's size.
 #pragma once
 
 #include <vector>
 
 #include "algo/ring_blocks.h"
+#include "topo/topology.h"
 
 namespace strata {
+
+// The pipeline slice of a log step's phases over links of `link`: about a
+// millisecond of the link's time, at least 64 KiB, at most `chunkBytes` (the
+// ring's slice). Unlike the ring, whose receive-reduce-forward flows stream
+// through a rank, a log step is phase after phase with a partner that changes
+// from step to step; on shaped namespace links (200 Mbit/s and 1 Gbit/s per
+// node, 8 nodes) recursive halving took 1.15-1.4x the ring's time at 1-16 MiB
+// in 512 KiB phases and the ring's time in 64-128 KiB ones, while on shared
+// memory 64 KiB phases cost 15% over 512 KiB (docs/benchmarks/scale.md).
+// The links are the inter-node ones when `t` has several nodes; without a
+// topology the slice is the chunk.
+size_t logStepSliceBytes(const Topology* t, size_t chunkBytes);
 
 // blocks[q].src: my contribution to block q; blocks[me].dst: where my block's
 // result lands; blocks[q].dst for q != me: where this member may keep its
 // partial sums of block q (may equal src when that is writable; invalid:
 // scratch is reserved where needed). `finalize`: the last reduction of my
 // block is the operation's final one.
-void emitLogReduceScatter(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t chunkBytes,
+void emitLogReduceScatter(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t sliceBytes,
                           bool finalize);
 
 // blocks[me].src: my data; blocks[q].dst: where block q lands on me.
-void emitLogAllGather(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t chunkBytes);
+void emitLogAllGather(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t sliceBytes);
 
 // All-reduce of `elems` elements at `buf` (in place) over the team: a log-step
 // reduce-scatter of team-size sub-blocks, then their log-step all-gather
 // (Rabenseifner's algorithm for powers of two; for other sizes the Bruck
 // patterns, so no member moves more than the minimal 2(t-1)/t of the data).
 // `finalize`: the reduce-scatter's last reductions are the operation's final ones.
-void emitLogAllReduceInPlace(Plan& plan, const Team& team, Ref buf, size_t elems, size_t chunkBytes, bool finalize);
+void emitLogAllReduceInPlace(Plan& plan, const Team& team, Ref buf, size_t elems, size_t sliceBytes, bool finalize);
 
 // The shape of one step, the same for every member: the partner is member
 // q ^ distance (pairwise exchanges) or q + distance / q - distance (Bruck:

@@ -11,7 +11,9 @@
 #include <map>
 #include <set>
 
+#include "algo/algorithms.h"
 #include "algo/cost_model.h"
+#include "algo/log_blocks.h"
 #include "algo/select.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -104,6 +106,35 @@ TEST_P(HierExec, ColumnsOverBuffersInPieces) {
           ASSERT_EQ(err, "") << l.name << " " << collName(coll) << " " << algo << " " << dtypeName(to.t)
                              << " pieces of ~" << pieceElems;
         }
+}
+
+// The algorithms that carry columns between nodes on every world of 1..17
+// ranks with 1..4 ranks per node (node by node, the last node holding what is
+// left, so most worlds have an uneven node), and round-robin, against the
+// reference: the log-step and aggregated ones, and the hierarchical rings
+// they share their composition with.
+TEST(HierSweep, EveryWorldUpTo17RanksWithUpTo4PerNode) {
+  struct A { Coll coll; const char* algo; };
+  const A algos[] = {{Coll::kReduceScatter, "hier_halving"}, {Coll::kReduceScatter, "hier_ring"},
+                     {Coll::kAllGather, "hier_halving"},     {Coll::kAllGather, "hier_ring"},
+                     {Coll::kAllReduce, "hier_halving"},     {Coll::kAllToAll, "hier_pairwise"},
+                     {Coll::kReduceScatter, "recursive_halving"}, {Coll::kAllGather, "recursive_doubling"}};
+  for (int n = 1; n <= 17; ++n)
+    for (int per = 1; per <= 4; ++per)
+      for (bool roundRobin : {false, true}) {
+        const int nodes = (n + per - 1) / per;
+        if (roundRobin && (nodes == 1 || per == 1)) continue;  // the same as node by node
+        std::vector<long long> ids;
+        for (int r = 0; r < n; ++r) ids.push_back(roundRobin ? r % nodes : r / per);
+        Topology topo = Topology::fromNodeIds(ids);
+        for (const A& x : algos)
+          for (size_t count : {size_t(1), size_t(37)}) {
+            const strataRedOp_t op = count == 1 ? strataSum : strataAvg;
+            std::string err = test::runPlanCase(x.coll, x.algo, count == 37, n, count, strataFloat32, op, 0, &topo);
+            ASSERT_EQ(err, "") << n << " ranks, " << per << " per node" << (roundRobin ? " round-robin " : " ")
+                               << collName(x.coll) << " " << x.algo << " count " << count;
+          }
+      }
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, HierExec, ::testing::ValuesIn(layouts()),
@@ -309,6 +340,60 @@ TEST(HierPlans, LogStepPlansStaySmallAtScale) {
         EXPECT_EQ(sent, size_t(n - 1) * count * 4) << algo << " n=" << n << " rank " << r;
         EXPECT_EQ(p.phases.size(), size_t(steps)) << algo << " n=" << n << " rank " << r;
       }
+    }
+  }
+}
+
+// A log step's phases last about a millisecond of the crossed link (at least
+// 64 KiB, at most the chunk), and the cost model charges a latency for each
+// phase the plan has.
+TEST(HierPlans, LogStepPhasesLastAboutAMillisecondOfTheLink) {
+  const size_t chunk = 524288;
+  EXPECT_EQ(logStepSliceBytes(nullptr, chunk), chunk);
+  Topology t = cluster(8, 1);
+  t.inter.gbps = 0.025;  // 200 Mbit/s
+  EXPECT_EQ(logStepSliceBytes(&t, chunk), size_t(65536));
+  t.inter.gbps = 0.125;  // 1 Gbit/s
+  EXPECT_EQ(logStepSliceBytes(&t, chunk), size_t(125000));
+  t.inter.gbps = 25;
+  EXPECT_EQ(logStepSliceBytes(&t, chunk), chunk);
+  Topology one = cluster(1, 8);
+  one.inter.gbps = 0.025;  // not crossed on one node
+  one.intra.gbps = 10;
+  EXPECT_EQ(logStepSliceBytes(&one, chunk), chunk);
+
+  // 8 nodes, 128 KiB blocks: steps of 4, 2 and 1 blocks.
+  const size_t count = 32768;
+  for (double gbps : {0.025, 25.0}) {
+    t.inter.gbps = gbps;
+    t.inter.gapUs = 0;
+    const size_t slice = logStepSliceBytes(&t, chunk), block = count * 4;
+    const size_t phases = sliceCount(4 * block, slice) + sliceCount(2 * block, slice) + sliceCount(block, slice);
+    for (const char* algo : {"recursive_halving", "hier_halving"}) {
+      CollArgs a;
+      a.coll = Coll::kReduceScatter;
+      a.nranks = 8;
+      a.count = count;
+      a.topo = &t;
+      a.chunkBytes = chunk;
+      Config cfg;
+      cfg.algo = algo;
+      size_t exchanges = 0;  // phases that send to a peer
+      Plan p = buildCollectivePlan(a, OpDesc{}, cfg);
+      for (const Phase& ph : p.phases)
+        for (uint32_t f = ph.first; f < ph.first + ph.count; ++f)
+          if (p.flows[f].kind == FlowKind::kSend) {
+            ++exchanges;
+            break;
+          }
+      EXPECT_EQ(exchanges, phases) << algo << " at " << gbps << " GB/s";
+      // One more microsecond of latency per message costs one per phase.
+      const size_t bytes = collectiveBytes(Coll::kReduceScatter, count, 4, 8);
+      t.inter.alphaUs = 100;
+      const double base = predictUs(algo, Coll::kReduceScatter, bytes, t, chunk);
+      t.inter.alphaUs = 101;
+      EXPECT_NEAR(predictUs(algo, Coll::kReduceScatter, bytes, t, chunk) - base, double(phases), 0.01)
+          << algo << " at " << gbps << " GB/s";
     }
   }
 }

@@ -14,10 +14,14 @@ namespace strata {
 
 namespace {
 
-using ColumnAllGather = void (*)(Plan&, const Team&, const std::vector<RingBlock>&, size_t chunkBytes);
+using ColumnAllGather = void (*)(Plan&, const Team&, const std::vector<RingBlock>&, const CollArgs&);
 
-void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t chunkBytes) {
-  emitLogAllGather(plan, team, blocks, chunkBytes);
+void ringAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
+  emitRingAllGather(plan, team, blocks, a.chunkBytes);
+}
+
+void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
+  emitLogAllGather(plan, team, blocks, logStepSliceBytes(a.topo, a.chunkBytes));
 }
 
 void buildHierAllGather(const CollArgs& a, Plan& plan, ColumnAllGather across) {
@@ -44,7 +48,7 @@ void buildHierAllGather(const CollArgs& a, Plan& plan, ColumnAllGather across) {
           b.src = int(rank) == a.rank && has ? mine : b.dst;
           b.elems = has ? len : 0;
         }
-        across(plan, columnTeam(t, j, a.rank), column, a.chunkBytes);
+        across(plan, columnTeam(t, j, a.rank), column, a);
       }
     }
     std::vector<RingBlock> blocks;
@@ -64,7 +68,7 @@ void buildHierAllGather(const CollArgs& a, Plan& plan, ColumnAllGather across) {
 
 }  // namespace
 
-void buildHierRingAllGather(const CollArgs& a, Plan& plan) { buildHierAllGather(a, plan, emitRingAllGather); }
+void buildHierRingAllGather(const CollArgs& a, Plan& plan) { buildHierAllGather(a, plan, ringAcrossNodes); }
 
 void buildHierHalvingAllGather(const CollArgs& a, Plan& plan) { buildHierAllGather(a, plan, logAcrossNodes); }
 

@@ -24,7 +24,16 @@ size_t hierOuterSlices(const Topology& t, size_t maxPartBytes, size_t chunkBytes
 
 namespace {
 
-using ColumnAllReduce = void (*)(Plan&, const Team&, Ref, size_t, size_t, bool);
+// One carried part's all-reduce across nodes (in place, finalized).
+using ColumnAllReduce = void (*)(Plan&, const Team&, Ref, size_t elems, const CollArgs&);
+
+void ringAllReduceAcross(Plan& plan, const Team& team, Ref buf, size_t elems, const CollArgs& a) {
+  emitRingAllReduceInPlace(plan, team, buf, elems, a.chunkBytes, true);
+}
+
+void logAllReduceAcross(Plan& plan, const Team& team, Ref buf, size_t elems, const CollArgs& a) {
+  emitLogAllReduceInPlace(plan, team, buf, elems, logStepSliceBytes(a.topo, a.chunkBytes), true);
+}
 
 // Intra-node reduce-scatter, `column` across nodes on each carried part, intra-node all-gather.
 void buildHierTwoLevelAllReduce(const CollArgs& a, Plan& plan, ColumnAllReduce column) {
@@ -56,7 +65,7 @@ void buildHierTwoLevelAllReduce(const CollArgs& a, Plan& plan, ColumnAllReduce c
     emitRingReduceScatter(plan, local, parts, a.chunkBytes, nodes == 1);
     if (nodes > 1)
       for (int j : mine)
-        column(plan, columnTeam(t, j, a.rank), parts[size_t(j)].dst, parts[size_t(j)].elems, a.chunkBytes, true);
+        column(plan, columnTeam(t, j, a.rank), parts[size_t(j)].dst, parts[size_t(j)].elems, a);
     for (RingBlock& b : parts) b.src = b.dst;
     emitRingAllGather(plan, local, parts, a.chunkBytes);
   }
@@ -65,11 +74,11 @@ void buildHierTwoLevelAllReduce(const CollArgs& a, Plan& plan, ColumnAllReduce c
 }  // namespace
 
 void buildHierRingAllReduce(const CollArgs& a, Plan& plan) {
-  buildHierTwoLevelAllReduce(a, plan, emitRingAllReduceInPlace);
+  buildHierTwoLevelAllReduce(a, plan, ringAllReduceAcross);
 }
 
 void buildHierHalvingAllReduce(const CollArgs& a, Plan& plan) {
-  buildHierTwoLevelAllReduce(a, plan, emitLogAllReduceInPlace);
+  buildHierTwoLevelAllReduce(a, plan, logAllReduceAcross);
 }
 
 void buildHierLeaderAllReduce(const CollArgs& a, Plan& plan) {

@@ -24,14 +24,14 @@ namespace {
 
 // The inter-node stage over one column's team: one block per node (empty
 // where a node has no rank of that local index).
-using ColumnReduceScatter = void (*)(Plan&, const Team&, const std::vector<RingBlock>&, size_t chunkBytes);
+using ColumnReduceScatter = void (*)(Plan&, const Team&, const std::vector<RingBlock>&, const CollArgs&);
 
-void ringAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t chunkBytes) {
-  emitRingReduceScatter(plan, team, blocks, chunkBytes, true);
+void ringAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
+  emitRingReduceScatter(plan, team, blocks, a.chunkBytes, true);
 }
 
-void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t chunkBytes) {
-  emitLogReduceScatter(plan, team, blocks, chunkBytes, true);
+void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
+  emitLogReduceScatter(plan, team, blocks, logStepSliceBytes(a.topo, a.chunkBytes), true);
 }
 
 void buildHierReduceScatter(const CollArgs& a, Plan& plan, ColumnReduceScatter across) {
@@ -77,7 +77,7 @@ void buildHierReduceScatter(const CollArgs& a, Plan& plan, ColumnReduceScatter a
         if (has && t.node(m)[size_t(j)] == a.rank) b.dst = at(Buf::kRecv, begin * e);
         index += has ? 1 : 0;
       }
-      across(plan, columnTeam(t, j, a.rank), column, a.chunkBytes);
+      across(plan, columnTeam(t, j, a.rank), column, a);
     }
   }
 }
