@@ -71,10 +71,11 @@ double chainUs(const Topology& t, const std::vector<int>& order, double bytes, s
 double localReduceUs(const Topology& t, double bytes) { return 3 * bytes / (t.memoryGbps * 1e3); }
 
 // Recursive doubling over `team` (global ranks), as buildRecursiveDoublingAllReduce does it:
-// every exchange is followed by a reduction of the whole message.
+// every exchange, in slices (exchangeSlices), is followed by a reduction of the whole message.
 double recursiveDoublingUs(const Topology& t, const std::vector<int>& team, double bytes) {
   const int n = int(team.size());
   if (n < 2) return 0;
+  const double slices = double(exchangeSlices(&t, size_t(bytes), 1));
   int p = 1;
   while (p * 2 <= n) p *= 2;
   const int rem = n - p;
@@ -89,7 +90,7 @@ double recursiveDoublingUs(const Topology& t, const std::vector<int>& team, doub
       int a = v < rem ? v * 2 + 1 : v + rem, b = pv < rem ? pv * 2 + 1 : pv + rem;
       pairs.emplace_back(team[size_t(a)], team[size_t(b)]);
     }
-    us += stepUs(t, pairs, bytes) + localReduceUs(t, bytes);
+    us += slices * stepUs(t, pairs, bytes / slices) + localReduceUs(t, bytes);
   }
   return us;
 }
@@ -260,7 +261,7 @@ double hierTreeUs(const Topology& t, int root, double bytes, bool reduces) {
 // pairwise steps, each handing a local rank its own block and those of its
 // columns' other-node ranks (about N blocks), then each column's N-1 steps
 // across nodes, a node's carriers all at once, each message the node's L
-// blocks for one rank.
+// blocks for one rank, in slices (exchangeSlices).
 double hierAllToAllUs(const Topology& t, double block) {
   const int nodes = t.nnodes();
   double intra = 0;
@@ -275,7 +276,8 @@ double hierAllToAllUs(const Topology& t, double block) {
     }
     intra = std::max(intra, us);
   }
-  return intra + interColumnsUs(t, block * t.maxLocal(), nodes - 1);
+  const double message = block * t.maxLocal(), slices = double(exchangeSlices(&t, size_t(message), 1));
+  return intra + interColumnsUs(t, message / slices, (nodes - 1) * slices);
 }
 
 }  // namespace
@@ -327,12 +329,13 @@ double predictUs(const std::string& algo, Coll coll, size_t bytesIn, const Topol
       return -1;
     }
     case Coll::kAllToAll:
-      if (algo == "pairwise") {  // step k: every rank sends its block for rank + k
+      if (algo == "pairwise") {  // step k: every rank sends its block for rank + k, in slices
+        const double steps = double(exchangeSlices(&t, size_t(bytes / n), 1));
         double us = 0;
         for (int k = 1; k < n; ++k) {
           std::vector<std::pair<int, int>> pairs;
           for (int r = 0; r < n; ++r) pairs.emplace_back(r, (r + k) % n);
-          us += stepUs(t, pairs, bytes / n);
+          us += steps * stepUs(t, pairs, bytes / n / steps);
         }
         return us;
       }

@@ -109,6 +109,12 @@ size_t logStepSliceBytes(const Topology* t, size_t chunkBytes) {
   return std::min(slice, chunkBytes);
 }
 
+size_t exchangeSlices(const Topology* t, size_t elems, size_t elemSize) {
+  const size_t bytes = elems * elemSize;
+  if (bytes == 0) return 1;
+  return std::min(sliceCount(bytes, logStepSliceBytes(t, bytes)), elems);
+}
+
 void emitLogReduceScatter(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t sliceBytes,
                           bool finalize) {
   checkBlocks(team, blocks);

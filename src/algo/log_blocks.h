@@ -36,6 +36,13 @@ namespace strata {
 // topology the slice is the chunk.
 size_t logStepSliceBytes(const Topology* t, size_t chunkBytes);
 
+// Slices of one step of a whole-message exchange (recursive doubling's
+// rounds, the all-to-alls' pairwise steps) whose message is `elems` elements
+// of `elemSize` bytes: phases of logStepSliceBytes, but not capped at the
+// chunk (a message up to a millisecond of the link stays one phase), at most
+// one per element, at least one. The same on every rank.
+size_t exchangeSlices(const Topology* t, size_t elems, size_t elemSize);
+
 // blocks[q].src: my contribution to block q; blocks[me].dst: where my block's
 // result lands; blocks[q].dst for q != me: where this member may keep its
 // partial sums of block q (may equal src when that is writable; invalid:

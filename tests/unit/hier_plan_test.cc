@@ -398,6 +398,51 @@ TEST(HierPlans, LogStepPhasesLastAboutAMillisecondOfTheLink) {
   }
 }
 
+// On a slow link the whole-message exchanges (recursive doubling's rounds,
+// the all-to-alls' steps) and the log steps are cut into phases of about a
+// millisecond of it (64 KiB here): more phases than on a fast link, and the
+// same results, on even and uneven layouts, counts that do not split evenly.
+TEST(HierPlans, SlicedExchangesOnSlowLinksMatchTheReference) {
+  const std::pair<Coll, const char*> cases[] = {
+      {Coll::kAllReduce, "recursive_doubling"}, {Coll::kAllReduce, "hier_leader"},
+      {Coll::kAllReduce, "hier_halving"},       {Coll::kAllToAll, "pairwise"},
+      {Coll::kAllToAll, "hier_pairwise"},       {Coll::kReduceScatter, "recursive_halving"},
+      {Coll::kReduceScatter, "hier_halving"},   {Coll::kAllGather, "recursive_doubling"},
+      {Coll::kAllGather, "hier_halving"}};
+  const size_t count = 40009;  // 160 KB a block: three 64 KiB slices
+  for (const Layout& l : layouts()) {
+    if (l.nodeOf.size() > 8) continue;
+    Topology slow = Topology::fromNodeIds(l.nodeOf), fast = slow;
+    slow.inter = LinkParams{20, 0.001, "test"};
+    fast.inter = LinkParams{20, 100, "test"};
+    for (const auto& [coll, algo] : cases) {
+      if (slow.nnodes() == 1 && std::string(algo).rfind("hier", 0) == 0) continue;
+      CollArgs a;
+      a.coll = coll;
+      a.nranks = slow.nranks();
+      a.count = count;
+      Config cfg;
+      cfg.algo = algo;
+      size_t slowPhases = 0, fastPhases = 0;  // over all ranks (a folded-out rank has no rounds)
+      for (int r = 0; r < a.nranks; ++r) {
+        a.rank = r;
+        a.topo = &slow;
+        slowPhases += buildCollectivePlan(a, OpDesc{}, cfg).phases.size();
+        a.topo = &fast;
+        fastPhases += buildCollectivePlan(a, OpDesc{}, cfg).phases.size();
+      }
+      // (hier_halving's all-reduce moves a part of a part across nodes: under one slice here.)
+      if (slow.nnodes() > 1 && !(coll == Coll::kAllReduce && std::string(algo) == "hier_halving"))
+        EXPECT_GT(slowPhases, fastPhases) << l.name << " " << algo;
+      for (bool inPlace : {false, true}) {
+        std::string err = test::runPlanCase(coll, algo, inPlace, slow.nranks(), count, strataFloat32, strataSum, 0,
+                                            &slow);
+        ASSERT_EQ(err, "") << l.name << " " << collName(coll) << " " << algo << (inPlace ? " in place" : "");
+      }
+    }
+  }
+}
+
 // The aggregated all-to-all moves the same bytes over each node's link as the
 // flat one, in one message per peer node and column instead of one per rank.
 TEST(HierPlans, AggregatedAllToAllSendsOneMessagePerPeerNodeAndColumn) {

@@ -6,6 +6,7 @@
 // rank ends with identical bits. Writes ping-pong between two scratch halves
 // so no round overwrites data still being sent.
 #include "algo/algorithms.h"
+#include "algo/log_blocks.h"
 
 namespace strata {
 
@@ -39,18 +40,27 @@ void buildRecursiveDoublingAllReduce(const CollArgs& a, Plan& plan) {
     if (i == writes && !copyBack) return at(Buf::kRecv, 0);
     return at(Buf::kScratch, (i % 2) * bytes);
   };
+  // An exchange round is cut into slices, one phase each (exchangeSlices:
+  // about a millisecond of the link). Slice i of a round reads only what
+  // slice i of the round before wrote.
+  const size_t slices = exchangeSlices(a.topo, a.count, plan.elemSize);
   Ref acc = at(Buf::kSend, 0);
   int written = 0;
   auto reduceFrom = [&](int peer, bool exchange) {
     ++written;
     Ref dst = target(written);
-    plan.beginPhase();
-    if (exchange) plan.add(sendFlow(peer, acc, bytes));
-    Flow f = recvFlow(peer, dst, bytes);
-    f.reduce = true;
-    f.src = acc;
-    f.finalize = written == writes;
-    plan.add(f);
+    const size_t parts = exchange ? slices : 1;
+    for (size_t i = 0; i < parts; ++i) {
+      const size_t b0 = blockBegin(a.count, int(parts), int(i)) * plan.elemSize;
+      const size_t len = blockBegin(a.count, int(parts), int(i) + 1) * plan.elemSize - b0;
+      plan.beginPhase();
+      if (exchange) plan.add(sendFlow(peer, plus(acc, b0), len));
+      Flow f = recvFlow(peer, plus(dst, b0), len);
+      f.reduce = true;
+      f.src = plus(acc, b0);
+      f.finalize = written == writes;
+      plan.add(f);
+    }
     acc = dst;
   };
   if (r < 2 * rem) reduceFrom(r - 1, false);  // odd rank absorbs its even neighbour

@@ -17,6 +17,7 @@
 #include "algo/algorithms.h"
 #include "algo/compose.h"
 #include "algo/hierarchical/teams.h"
+#include "algo/log_blocks.h"
 
 namespace strata {
 
@@ -70,20 +71,33 @@ void buildHierAllToAll(const CollArgs& a, Plan& plan) {
     addPieces(plan, sendFlow(mine[size_t(to)], Ref{}, 0), handOver(me, to, true));
     addPieces(plan, recvFlow(mine[size_t(from)], Ref{}, 0), handOver(from, me, false));
   }
+  // Each step across nodes in slices, one phase each (exchangeSlices of a
+  // node's message at most, the same on every rank): slice p of a message is
+  // part p of each of its blocks.
+  const size_t slices = exchangeSlices(a.topo, a.count * size_t(t.maxLocal()), plan.elemSize);
+  const size_t parts = std::min(slices, std::max<size_t>(a.count, 1));
+  auto part = [&](Ref r, size_t p) { return r.valid() ? plus(r, blockBegin(a.count, int(parts), int(p)) * plan.elemSize) : r; };
+  auto partBytes = [&](size_t p) {
+    return (blockBegin(a.count, int(parts), int(p) + 1) - blockBegin(a.count, int(parts), int(p))) * plan.elemSize;
+  };
   for (int j : carriedColumns(t, a.rank)) {  // (2) across nodes, column by column
     const Team team = columnTeam(t, j, a.rank);
     for (int k = 1; k < nodes; ++k) {
       const int to = (myNode + k) % nodes, from = (myNode - k + nodes) % nodes;
-      std::vector<Piece> out, in;
-      if (int(t.node(to).size()) > j)  // its rank of local index j takes my node's blocks for it
-        for (int i = 0; i < l; ++i)
-          out.push_back(Piece{i == me ? sent(t.node(to)[size_t(j)]) : slot(j, to, i), Ref{}, bb});
-      if (j < l)  // I am my node's rank of local index j: the blocks of `from`'s ranks for me
-        for (int s : t.node(from)) in.push_back(Piece{Ref{}, received(s), bb});
-      if (out.empty() && in.empty()) continue;
-      plan.beginPhase();
-      if (!out.empty()) addPieces(plan, sendFlow(team.members[size_t(to)], Ref{}, 0), out);
-      if (!in.empty()) addPieces(plan, recvFlow(team.members[size_t(from)], Ref{}, 0), in);
+      const bool sends = int(t.node(to).size()) > j;  // its rank of local index j takes my node's blocks for it
+      const bool receives = j < l;  // I am my node's rank of local index j: the blocks of `from`'s ranks for me
+      if (!sends && !receives) continue;
+      for (size_t p = 0; p < parts; ++p) {
+        std::vector<Piece> out, in;
+        if (sends)
+          for (int i = 0; i < l; ++i)
+            out.push_back(Piece{part(i == me ? sent(t.node(to)[size_t(j)]) : slot(j, to, i), p), Ref{}, partBytes(p)});
+        if (receives)
+          for (int s : t.node(from)) in.push_back(Piece{Ref{}, part(received(s), p), partBytes(p)});
+        plan.beginPhase();
+        if (sends) addPieces(plan, sendFlow(team.members[size_t(to)], Ref{}, 0), out);
+        if (receives) addPieces(plan, recvFlow(team.members[size_t(from)], Ref{}, 0), in);
+      }
     }
   }
 }
