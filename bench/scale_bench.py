@@ -178,7 +178,10 @@ def fmt_us(us):
 def report(s, out):
     header = [f"# Log-step and aggregated collectives on 8 namespace nodes ({s['rate']} per node)", "",
              f"Measured {s['date']} on {s['machine']}.", "",
-             f"Command: `sudo .venv/bin/python bench/scale_bench.py {s['argv']}` (root, for the namespaces).", "",
+             f"Command: `sudo .venv/bin/python bench/scale_bench.py {s['argv']}` (root, for the namespaces).", ""]
+    for note in s.get("notes", []):  # e.g. collectives re-measured after a change, merged in
+        header += [note, ""]
+    header += [
              "Eight network namespaces on a bridge, each node's link shaped with tbf to "
              f"{s['rate']} each way, TCP congestion control {s.get('cc', 'bbr')} (bbr, this host's default, stalls every "
              "flow for ~50 ms, the depth of tbf's queue, at random moments on these links: a 1 MiB all-gather on 4 nodes "
