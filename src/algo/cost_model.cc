@@ -330,12 +330,12 @@ double predictUs(const std::string& algo, Coll coll, size_t bytesIn, const Topol
     }
     case Coll::kAllToAll:
       if (algo == "pairwise") {  // step k: every rank sends its block for rank + k, in slices
-        const double steps = double(exchangeSlices(&t, size_t(bytes / n), 1));
+        const double perStep = double(exchangeSlices(&t, size_t(bytes / n), 1));
         double us = 0;
         for (int k = 1; k < n; ++k) {
           std::vector<std::pair<int, int>> pairs;
           for (int r = 0; r < n; ++r) pairs.emplace_back(r, (r + k) % n);
-          us += steps * stepUs(t, pairs, bytes / n / steps);
+          us += perStep * stepUs(t, pairs, bytes / n / perStep);
         }
         return us;
       }

@@ -24,8 +24,8 @@
 
 namespace strata {
 
-// The pipeline slice of a log step's phases over links of `link`: about a
-// millisecond of the link's time, at least 64 KiB, at most `chunkBytes` (the
+// The pipeline slice of a log step's phases: about a millisecond of the
+// crossed link's time, at least 64 KiB, at most `chunkBytes` (the
 // ring's slice). Unlike the ring, whose receive-reduce-forward flows stream
 // through a rank, a log step is phase after phase with a partner that changes
 // from step to step; on shaped namespace links (200 Mbit/s and 1 Gbit/s per

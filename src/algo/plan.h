@@ -139,4 +139,13 @@ inline size_t blockBegin(size_t count, int n, int b) {
   return size_t(b) * base + (size_t(b) < extra ? size_t(b) : extra);
 }
 
+// Block b of that split in bytes (elements of `elemSize`): where it starts, how long it is.
+struct ByteSpan {
+  size_t offset = 0, bytes = 0;
+};
+inline ByteSpan blockSpan(size_t count, int n, int b, size_t elemSize) {
+  const size_t begin = blockBegin(count, n, b);
+  return {begin * elemSize, (blockBegin(count, n, b + 1) - begin) * elemSize};
+}
+
 }  // namespace strata

@@ -51,13 +51,12 @@ void buildRecursiveDoublingAllReduce(const CollArgs& a, Plan& plan) {
     Ref dst = target(written);
     const size_t parts = exchange ? slices : 1;
     for (size_t i = 0; i < parts; ++i) {
-      const size_t b0 = blockBegin(a.count, int(parts), int(i)) * plan.elemSize;
-      const size_t len = blockBegin(a.count, int(parts), int(i) + 1) * plan.elemSize - b0;
+      const ByteSpan s = blockSpan(a.count, int(parts), int(i), plan.elemSize);
       plan.beginPhase();
-      if (exchange) plan.add(sendFlow(peer, plus(acc, b0), len));
-      Flow f = recvFlow(peer, plus(dst, b0), len);
+      if (exchange) plan.add(sendFlow(peer, plus(acc, s.offset), s.bytes));
+      Flow f = recvFlow(peer, plus(dst, s.offset), s.bytes);
       f.reduce = true;
-      f.src = plus(acc, b0);
+      f.src = plus(acc, s.offset);
       f.finalize = written == writes;
       plan.add(f);
     }

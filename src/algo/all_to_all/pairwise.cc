@@ -20,16 +20,15 @@ void buildPairwiseAllToAll(const CollArgs& a, Plan& plan) {
     plan.add(copyFlow(at(Buf::kSend, size_t(r) * blockBytes), at(Buf::kRecv, size_t(r) * blockBytes),
                       blockBytes));
   }
-  // Each step in slices, one phase each, as a log step (logStepSliceBytes).
+  // Each step in slices, one phase each (exchangeSlices).
   const size_t slices = n > 1 ? exchangeSlices(a.topo, a.count, plan.elemSize) : 1;
   for (int k = 1; k < n; ++k) {
     int to = (r + k) % n, from = (r - k + n) % n;
     for (size_t i = 0; i < slices; ++i) {
-      const size_t b0 = blockBegin(a.count, int(slices), int(i)) * plan.elemSize;
-      const size_t len = blockBegin(a.count, int(slices), int(i) + 1) * plan.elemSize - b0;
+      const ByteSpan s = blockSpan(a.count, int(slices), int(i), plan.elemSize);
       plan.beginPhase();
-      plan.add(sendFlow(to, at(source, size_t(to) * blockBytes + b0), len));
-      plan.add(recvFlow(from, at(Buf::kRecv, size_t(from) * blockBytes + b0), len));
+      plan.add(sendFlow(to, at(source, size_t(to) * blockBytes + s.offset), s.bytes));
+      plan.add(recvFlow(from, at(Buf::kRecv, size_t(from) * blockBytes + s.offset), s.bytes));
     }
   }
 }

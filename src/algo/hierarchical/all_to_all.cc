@@ -76,10 +76,8 @@ void buildHierAllToAll(const CollArgs& a, Plan& plan) {
   // part p of each of its blocks.
   const size_t slices = exchangeSlices(a.topo, a.count * size_t(t.maxLocal()), plan.elemSize);
   const size_t parts = std::min(slices, std::max<size_t>(a.count, 1));
-  auto part = [&](Ref r, size_t p) { return r.valid() ? plus(r, blockBegin(a.count, int(parts), int(p)) * plan.elemSize) : r; };
-  auto partBytes = [&](size_t p) {
-    return (blockBegin(a.count, int(parts), int(p) + 1) - blockBegin(a.count, int(parts), int(p))) * plan.elemSize;
-  };
+  auto part = [&](Ref r, size_t p) { return plus(r, blockSpan(a.count, int(parts), int(p), plan.elemSize).offset); };
+  auto partBytes = [&](size_t p) { return blockSpan(a.count, int(parts), int(p), plan.elemSize).bytes; };
   for (int j : carriedColumns(t, a.rank)) {  // (2) across nodes, column by column
     const Team team = columnTeam(t, j, a.rank);
     for (int k = 1; k < nodes; ++k) {
