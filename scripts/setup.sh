@@ -6,8 +6,9 @@ set -euo pipefail
 # openmpi-bin + libopenmpi-dev: strataCommInitMPI and the PyTorch backend are tested under mpirun.
 # libfabric-dev, libucx-dev: the headers of the ofi and ucx transports (the libraries load at run time).
 # clang + libclang-rt-14-dev: the sanitizer and libFuzzer builds of scripts/sanitize.sh.
+# libsimgrid-dev: strata-sim (bench/sim), the planner's plans replayed on simulated clusters.
 want=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev iproute2 libhwloc-dev
-      nlohmann-json3-dev openmpi-bin libopenmpi-dev libfabric-dev libucx-dev clang libclang-rt-14-dev)
+      nlohmann-json3-dev openmpi-bin libopenmpi-dev libfabric-dev libucx-dev clang libclang-rt-14-dev libsimgrid-dev)
 if [ "${1:-test}" = bench ]; then
   want+=(libopenmpi-dev iperf3)
 fi

@@ -14,8 +14,6 @@ namespace strata {
 
 namespace {
 
-constexpr size_t kMaxFragment = 256 * 1024;  // bytes handled per step of a flow
-
 constexpr size_t kUnbounded = ~size_t(0);
 
 // A buffer in pieces (fusion) is sent straight from a piece (trySend: no

@@ -1,0 +1,31 @@
+#include "replay_plan.h"
+
+#include "exec/executor.h"
+
+namespace strata::sim {
+
+ReplayPlan toReplayPlan(const Plan& plan) {
+  ReplayPlan r;
+  r.algorithm = plan.algorithm;
+  r.flows.reserve(plan.flows.size());
+  for (const Phase& ph : plan.phases) {
+    for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
+      const Flow& f = plan.flows[i];
+      if (f.bytes == 0) continue;  // only a descriptor: no time worth replaying
+      ReplayFlow x;
+      x.kind = f.kind;
+      x.bytes = f.bytes;
+      x.reduce = f.reduce && f.kind == FlowKind::kRecv;
+      if (f.kind != FlowKind::kCopy) x.peer = f.peer;
+      if (f.kind != FlowKind::kSend) x.forward = f.forwardPeer;
+      if (f.kind == FlowKind::kCopy && f.dst.valid() && !copiesOntoItself(f)) x.localCopyBytes = f.bytes;
+      const bool sends = f.kind == FlowKind::kSend || f.forwardPeer >= 0;
+      if (sends) r.fragments += (f.bytes + kMaxFragment - 1) / kMaxFragment;
+      r.flows.push_back(x);
+    }
+    r.phaseEnd.push_back(uint32_t(r.flows.size()));
+  }
+  return r;
+}
+
+}  // namespace strata::sim

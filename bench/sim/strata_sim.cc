@@ -1,0 +1,324 @@
+// strata-sim: strata's own plans replayed on a simulated cluster (SimGrid).
+// For each node count, size and algorithm it builds every rank's Plan with
+// the library's planner and selector (the code a real run calls), replays the
+// plans with the executor's semantics (replay.h) on a platform of one host
+// per rank (platform.h), and prints nccl-tests' columns beside the cost
+// model's prediction and the selector's choice. Each (size, algorithm) cell
+// runs in a child process (a SimGrid engine runs once per process).
+//
+//   strata-sim COLLECTIVE [strata-model's flags] [--algo NAME|auto|all]
+//              [--platform fat-tree|switch|FILE] [--leaf-nodes D] [--taper T]
+//              [--slow-node N[,FACTOR]] [--late-rank R[,US]] [--max-messages M]
+#include <simgrid/s4u.hpp>
+#include <simgrid/version.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <xbt/log.h>
+
+#include <fcntl.h>
+
+#include <chrono>
+#include <functional>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "algo/cost_model.h"
+#include "algo/select.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "model/model_options.h"
+#include "platform.h"
+#include "replay.h"
+
+using namespace strata;
+using namespace strata::sim;
+
+namespace {
+
+const char kUsage[] =
+    "usage: strata-sim COLLECTIVE [--nodes N,N..] [--per-node L] [--intra A,G] [--inter A,G] [--memory G]\n"
+    "                  [-b MIN] [-e MAX] [-f F] [--chunk B] [--algo NAME|auto|all] [--platform fat-tree|switch|FILE]\n"
+    "                  [--leaf-nodes D] [--taper T] [--slow-node N[,FACTOR]] [--late-rank R[,US]]\n"
+    "                  [-d TYPE] [--max-messages M] [--json]\n";
+
+struct SimOptions {
+  std::string algo = "auto";
+  PlatformSpec platform;
+  int lateRank = -1;
+  double lateUs = 1000;
+  uint64_t maxMessages = 40000000;
+  strataDataType_t dtype = strataFloat32;
+};
+
+// What a child reports for one cell.
+struct CellResult {
+  double us = -1;          // simulated time of the slowest rank
+  double wallS = 0;        // host time the simulation took
+  uint64_t messages = 0;   // fragments replayed
+  char algorithm[32] = {};
+  char skipped[240] = {};  // why the cell was not simulated
+};
+
+std::vector<std::string> splitComma(const std::string& s) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  for (;;) {
+    size_t c = s.find(',', at);
+    out.push_back(s.substr(at, c == std::string::npos ? std::string::npos : c - at));
+    if (c == std::string::npos) return out;
+    at = c + 1;
+  }
+}
+
+CollArgs argsFor(Coll coll, size_t count, strataDataType_t dtype, int rank, const Topology& topo, size_t chunk) {
+  CollArgs a;
+  a.coll = coll;
+  a.rank = rank;
+  a.nranks = topo.nranks();
+  a.count = count;
+  a.dtype = dtype;
+  a.redop = strataSum;
+  a.root = 0;
+  a.chunkBytes = chunk;
+  a.topo = &topo;
+  return a;
+}
+
+void startEngine() {
+  int argc = 1;
+  char name[] = "strata-sim";
+  char* argv[] = {name, nullptr};
+  xbt_log_control_set("root.thresh:critical");
+  new simgrid::s4u::Engine(&argc, argv);  // lives until the child exits
+  simgrid::s4u::Engine::set_config("network/model:CM02");
+  simgrid::s4u::Engine::set_config("network/crosstraffic:0");
+  simgrid::s4u::Engine::set_config("contexts/stack-size:256");
+  simgrid::s4u::Engine::set_config("contexts/guard-size:0");  // one mapping per actor: 32768 actors fit vm.max_map_count
+}
+
+// Runs in the child: builds the platform and the plans, replays them.
+CellResult simulateCell(Coll coll, size_t count, const std::string& forced, const Topology& topo,
+                        const ModelOptions& mo, const SimOptions& so) {
+  CellResult res;
+  startEngine();
+  ReplayInput in;
+  in.memoryGbps = mo.memoryGbps;
+  in.hosts = buildPlatform(so.platform);
+  RouteLatency latency = takeLatenciesOut(in.hosts);
+  in.latencyS = latency;
+  Config cfg;
+  cfg.algo = forced;
+  cfg.chunkBytes = mo.chunk;
+  OpDesc desc;
+  desc.coll = coll;
+  desc.count = count;
+  desc.dtype = so.dtype;
+  const int n = topo.nranks();
+  in.plans.reserve(size_t(n));
+  for (int r = 0; r < n; ++r) {
+    in.plans.push_back(toReplayPlan(buildCollectivePlan(argsFor(coll, count, so.dtype, r, topo, mo.chunk), desc, cfg)));
+    if (r == 0 && in.plans[0].fragments * uint64_t(n) > so.maxMessages) {
+      std::snprintf(res.skipped, sizeof res.skipped,
+                    "about %llu messages, above --max-messages %llu: too large for a full replay",
+                    static_cast<unsigned long long>(in.plans[0].fragments * uint64_t(n)),
+                    static_cast<unsigned long long>(so.maxMessages));
+      return res;
+    }
+    res.messages += in.plans.back().fragments;
+  }
+  std::snprintf(res.algorithm, sizeof res.algorithm, "%s", in.plans[0].algorithm.c_str());
+  if (so.lateRank >= 0 && so.lateRank < n) {
+    in.startDelayS.assign(size_t(n), 0);
+    in.startDelayS[size_t(so.lateRank)] = so.lateUs * 1e-6;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<double> finish = replay(in);
+  res.wallS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double last = 0;
+  for (double f : finish) last = std::max(last, f);
+  res.us = last * 1e6;
+  return res;
+}
+
+// Runs `work` in a child process (a SimGrid engine runs once per process)
+// and returns what it reported; a child that dies reports why.
+CellResult inChild(const std::function<CellResult()>& work, bool quiet) {
+  int fds[2];
+  CellResult res;
+  if (pipe(fds) != 0) {
+    std::snprintf(res.skipped, sizeof res.skipped, "pipe failed: %s", std::strerror(errno));
+    return res;
+  }
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    if (quiet) {  // SimGrid's own account of a failure is many lines; the child reports one
+      int null = open("/dev/null", O_WRONLY);
+      dup2(null, 2);
+    }
+    CellResult r;
+    try {
+      r = work();
+    } catch (const std::exception& e) {
+      std::snprintf(r.skipped, sizeof r.skipped, "%s", e.what());
+    }
+    ssize_t w = write(fds[1], &r, sizeof r);
+    _exit(w == ssize_t(sizeof r) ? 0 : 1);
+  }
+  close(fds[1]);
+  ssize_t got = read(fds[0], &res, sizeof res);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (got != ssize_t(sizeof res)) {
+    res = CellResult{};
+    std::snprintf(res.skipped, sizeof res.skipped, "the simulation died (%s %d)",
+                  WIFSIGNALED(status) ? "signal" : "exit status",
+                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+  }
+  return res;
+}
+
+// Whether SimGrid can build the platform: "" or a sentence saying why not.
+std::string tryPlatform(const PlatformSpec& spec) {
+  CellResult r = inChild(
+      [&] {
+        startEngine();
+        buildPlatform(spec);
+        return CellResult{};
+      },
+      true);
+  if (!r.skipped[0]) return "";
+  if (std::strncmp(r.skipped, "the simulation died", 19) == 0)
+    return format("platform file '%s' does not parse as a SimGrid platform", spec.kind.c_str());
+  return r.skipped;
+}
+
+std::string platformSummary(const PlatformSpec& p) {
+  if (p.kind == "switch") return "one switch";
+  if (p.kind != "fat-tree") return "platform file " + p.kind;
+  if (p.nodes <= p.leafNodes) return "fat-tree (one leaf switch)";
+  return format("two-level fat-tree (%d nodes per leaf switch, %s)", p.leafNodes,
+                p.taper > 1 ? format("uplinks tapered %.3g:1", p.taper).c_str() : "full bisection");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ModelOptions mo;
+  mo.nodes = {8};
+  SimOptions so;
+  auto die = [](const std::string& sentence) {
+    std::fprintf(stderr, "strata-sim: %s\n%s", sentence.c_str(), kUsage);
+    std::exit(2);
+  };
+  parseModelOptions(argc, argv, "strata-sim", kUsage, mo, [&](const std::string& f, const auto& value) {
+    if (f == "--algo") so.algo = value();
+    else if (f == "--platform") so.platform.kind = value();
+    else if (f == "--leaf-nodes") so.platform.leafNodes = std::atoi(value());
+    else if (f == "--taper") so.platform.taper = std::atof(value());
+    else if (f == "-d") {
+      const char* v = value();
+      bool known = false;
+      for (int t = 0; t < strataNumTypes && !known; ++t)
+        if (std::strcmp(v, dtypeName(strataDataType_t(t))) == 0) so.dtype = strataDataType_t(t), known = true;
+      if (!known) die(format("-d '%s' is not a type (int8, uint8, int32, uint32, int64, uint64, float16, bfloat16, "
+                             "float32, float64)", v));
+    } else if (f == "--max-messages") so.maxMessages = uint64_t(std::atof(value()));
+    else if (f == "--slow-node") {
+      std::vector<std::string> v = splitComma(value());
+      so.platform.slowNode = std::atoi(v[0].c_str());
+      if (v.size() > 1) so.platform.slowFactor = std::atof(v[1].c_str());
+      if (!(so.platform.slowFactor > 0 && so.platform.slowFactor <= 1))
+        die("--slow-node's factor is the slow NIC's share of its speed, above 0 and at most 1");
+    } else if (f == "--late-rank") {
+      std::vector<std::string> v = splitComma(value());
+      so.lateRank = std::atoi(v[0].c_str());
+      if (v.size() > 1) so.lateUs = std::atof(v[1].c_str());
+    } else {
+      return false;
+    }
+    return true;
+  });
+  Coll coll = Coll::kAllReduce;
+  collFromName(mo.coll, &coll);
+  const std::vector<std::string> names = algorithmNames(coll);
+  if (so.algo != "auto" && so.algo != "all" && std::find(names.begin(), names.end(), so.algo) == names.end()) {
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+    die(format("unknown algorithm '%s' for %s (auto, all, %s)", so.algo.c_str(), mo.coll.c_str(), list.c_str()));
+  }
+  if (!mo.topoFile.empty()) die("--topo is strata-model's; strata-sim builds its cluster from --nodes and --per-node");
+  const size_t elem = dtypeSize(so.dtype);
+  so.platform.perNode = mo.perNode;
+  so.platform.intra = mo.intra;
+  so.platform.inter = mo.inter;
+  for (int nodes : mo.nodes) {  // every cluster checked before the first row
+    so.platform.nodes = nodes;
+    std::string bad = checkPlatform(so.platform);
+    if (bad.empty() && so.platform.kind != "fat-tree" && so.platform.kind != "switch") bad = tryPlatform(so.platform);
+    if (!bad.empty()) die(bad);
+  }
+  bool firstJson = true;
+  if (mo.json) std::printf("[\n");
+  for (int nodes : mo.nodes) {
+    Topology topo = makeCluster(nodes, mo.perNode, mo);
+    so.platform.nodes = nodes;
+    const int n = topo.nranks();
+    if (!mo.json)
+      std::printf("# %s on %d nodes x %d ranks, %s; intra %.2f us %.1f GB/s, inter %.2f us %.3f GB/s per node%s%s\n"
+                  "# simulated with SimGrid %d.%d (flow-level, max-min sharing) beside the cost model's prediction; "
+                  "* = the selector's choice\n"
+                  "#%13s %12s %-7s %-20s %12s %10s %10s %12s %9s %9s\n",
+                  mo.coll.c_str(), nodes, mo.perNode, platformSummary(so.platform).c_str(), mo.intra.alphaUs,
+                  mo.intra.gbps, mo.inter.alphaUs, mo.inter.gbps,
+                  so.platform.slowNode >= 0 ? format("; node %d's NIC at %.2gx", so.platform.slowNode,
+                                                     so.platform.slowFactor).c_str() : "",
+                  so.lateRank >= 0 ? format("; rank %d starts %.0f us late", so.lateRank, so.lateUs).c_str() : "",
+                  SIMGRID_VERSION_MAJOR, SIMGRID_VERSION_MINOR, "size (B)", "count", "type", "algorithm",
+                  "sim (us)", "algbw", "busbw", "model (us)", "sim/model", "wall (s)");
+    for (size_t want = mo.minBytes; want <= mo.maxBytes; want *= mo.factor) {
+      const bool blocks = coll == Coll::kReduceScatter || coll == Coll::kAllGather || coll == Coll::kAllToAll;
+      const size_t count = want / elem / (blocks ? size_t(n) : 1);
+      if (count == 0) continue;
+      const size_t bytes = collectiveBytes(coll, count, elem, n);
+      std::vector<Prediction> preds = predictAll(coll, bytes, topo, mo.chunk);
+      if (preds.empty()) continue;
+      const Prediction& chosen = preds[pickFastest(preds, topo.nnodes() > 1)];
+      std::vector<Prediction> todo;
+      for (const Prediction& p : preds)
+        if (so.algo == "all" || p.algorithm == (so.algo == "auto" ? chosen.algorithm : so.algo)) todo.push_back(p);
+      if (todo.empty())
+        die(format("%s does not apply to %s on %d nodes x %d ranks", so.algo.c_str(), mo.coll.c_str(), nodes,
+                   mo.perNode));
+      for (const Prediction& p : todo) {
+        CellResult r = inChild([&] { return simulateCell(coll, count, p.algorithm, topo, mo, so); }, true);
+        const bool isChoice = p.algorithm == chosen.algorithm;
+        const double algbw = r.us > 0 ? double(bytes) / (r.us * 1e3) : 0;
+        const double bus = busBandwidth(coll, bytes, n, r.us);
+        if (mo.json) {
+          std::printf("%s  {\"coll\": \"%s\", \"nodes\": %d, \"per_node\": %d, \"platform\": \"%s\", \"bytes\": %zu, "
+                      "\"count\": %zu, \"algorithm\": \"%s\", \"chosen\": %s, \"sim_us\": %.3f, \"model_us\": %.3f, "
+                      "\"busbw\": %.4f, \"messages\": %llu, \"wall_s\": %.3f, \"skipped\": \"%s\"}",
+                      firstJson ? "" : ",\n", mo.coll.c_str(), nodes, mo.perNode, so.platform.kind.c_str(), bytes,
+                      count, p.algorithm.c_str(), isChoice ? "true" : "false", r.us, p.us, bus,
+                      static_cast<unsigned long long>(r.messages), r.wallS, r.skipped);
+          firstJson = false;
+        } else if (r.skipped[0]) {
+          std::printf("%14zu %12zu %-7s %-20s %12s %10s %10s %12.1f   (%s)\n", bytes, count, dtypeName(so.dtype), 
+                      (p.algorithm + (isChoice ? "*" : "")).c_str(), "-", "-", "-", p.us, r.skipped);
+        } else {
+          std::printf("%14zu %12zu %-7s %-20s %12.1f %10.3f %10.3f %12.1f %9.3f %9.2f\n", bytes, count, dtypeName(so.dtype),
+                      (p.algorithm + (isChoice ? "*" : "")).c_str(), r.us, algbw, bus, p.us, r.us / p.us, r.wallS);
+        }
+        std::fflush(stdout);
+      }
+    }
+  }
+  if (mo.json) std::printf("\n]\n");
+  return 0;
+}

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""strata-sim at CI size: the replay of the planner's own plans.
+
+- Times a hand can work out (no cost model involved): a pipelined chain, a
+  full-duplex exchange, a slow NIC, a late root, a tapered fat-tree.
+- Every algorithm the selector offers, for every collective, replays to the
+  end (no stalled rank) on odd layouts: one node of 3, 5 nodes of 1, 3 nodes
+  of 2, 2 nodes of 3; odd counts.
+- Bad flags: one sentence naming the problem and exit status 2.
+
+Usage: sim_test.py PATH/TO/strata-sim
+"""
+import json
+import subprocess
+import sys
+
+SIM = sys.argv[1]
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def sim(*args):
+    p = subprocess.run([SIM, *args, "--json"], capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise SystemExit(f"strata-sim {' '.join(args)} failed ({p.returncode}): {p.stderr}")
+    return json.loads(p.stdout)
+
+
+def one(*args):
+    rows = sim(*args)
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def near(got, want, rel):
+    return abs(got - want) <= rel * want
+
+
+# 1. Hand-computed times. Default links: inter 15 us + 50 GB/s per node.
+ALPHA, GBPS = 15.0, 50.0
+B = 64 << 20
+r = one("broadcast", "--nodes", "2", "--per-node", "1", "-b", str(B), "-e", str(B), "--algo", "chain")
+want = ALPHA + B / (GBPS * 1e3)  # slices stream back to back: one latency, then the link's rate
+check(near(r["sim_us"], want, 0.005), f"chain broadcast of 64 MiB over 2 nodes: {r['sim_us']:.1f} us, by hand {want:.1f}")
+
+r = one("broadcast", "--nodes", "2", "--per-node", "1", "-b", str(B), "-e", str(B), "--algo", "chain",
+        "--late-rank", "0,1000")
+check(near(r["sim_us"], want + 1000, 0.005), f"the same with the root 1 ms late: {r['sim_us']:.1f} us, by hand {want + 1000:.1f}")
+
+A, MEM = 16 << 20, 1000.0
+r = one("alltoall", "--nodes", "2", "--per-node", "1", "-b", str(A), "-e", str(A), "--algo", "pairwise",
+        "--memory", str(MEM))
+# The own block is copied first (its own phase: read + write at the memory's rate), then both
+# directions at once: the NICs are full duplex.
+copy = 2 * (A / 2) / (MEM * 1e3)
+want = copy + ALPHA + (A / 2) / (GBPS * 1e3)
+check(near(r["sim_us"], want, 0.005), f"all-to-all of 16 MiB on 2 nodes: {r['sim_us']:.1f} us, by hand {want:.1f}")
+
+r = one("alltoall", "--nodes", "2", "--per-node", "1", "-b", str(A), "-e", str(A), "--algo", "pairwise",
+        "--memory", str(MEM), "--slow-node", "0,0.5")
+want = copy + ALPHA + (A / 2) / (GBPS * 0.5 * 1e3)
+check(near(r["sim_us"], want, 0.005), f"the same with node 0's NIC at half speed: {r['sim_us']:.1f} us, by hand {want:.1f}")
+
+# Two leaf switches of 32 nodes: with the uplinks tapered 2:1, the steps whose
+# traffic crosses between leaves take twice as long, the others not at all.
+full = one("alltoall", "--nodes", "64", "--per-node", "1", "-b", "64M", "-e", "64M", "--algo", "pairwise")
+tapered = one("alltoall", "--nodes", "64", "--per-node", "1", "-b", "64M", "-e", "64M", "--algo", "pairwise",
+              "--taper", "2")
+ratio = tapered["sim_us"] / full["sim_us"]
+check(1.2 < ratio < 2.0, f"all-to-all on 64 nodes, fat-tree tapered 2:1 vs full bisection: {ratio:.2f}x (between 1.2 and 2)")
+
+# 2. Every algorithm of every collective replays on odd layouts.
+for coll in ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "alltoall"]:
+    for nodes, per in [(1, 3), (5, 1), (3, 2), (2, 3)]:
+        rows = sim(coll, "--nodes", str(nodes), "--per-node", str(per), "-b", "60", "-e", "4M", "-f", "37",
+                   "--algo", "all")
+        bad = [f"{x['algorithm']} {x['bytes']} B: {x['skipped'] or 'no time'}" for x in rows
+               if x["skipped"] or not x["sim_us"] > 0]
+        algos = sorted({x["algorithm"] for x in rows})
+        chosen = all(sum(1 for x in rows if x["bytes"] == b and x["chosen"]) == 1 for b in {x["bytes"] for x in rows})
+        check(rows and not bad and chosen,
+              f"{coll} on {nodes} x {per}: {len(rows)} replays of {', '.join(algos)}" + (f"; {bad[:3]}" if bad else ""))
+
+# 3. Bad flags.
+for args, words in [(["bogus"], "unknown collective"),
+                    (["all_reduce", "--algo", "pairwise"], "unknown algorithm"),
+                    (["all_reduce", "--nodes", "0"], "--nodes"),
+                    (["all_reduce", "--nodes", "40"], "fat-tree"),
+                    (["all_reduce", "-d", "float7"], "-d"),
+                    (["all_reduce", "--platform", "/nonexistent.xml"], "platform"),
+                    (["all_reduce", "--frobnicate"], "unknown flag")]:
+    p = subprocess.run([SIM, *args], capture_output=True, text=True, timeout=60)
+    first = p.stderr.splitlines()[0] if p.stderr else ""
+    check(p.returncode == 2 and first.startswith("strata-sim: ") and words in first and "terminate" not in p.stderr,
+          f"strata-sim {' '.join(args)}: exit {p.returncode}, '{first}'")
+
+bad_xml = "/tmp/strata-sim-test-bad-platform.xml"
+with open(bad_xml, "w") as f:
+    f.write("<platform version='4.1'><zone id='z' routing='Full'><host id='a' speed='1Gf'/></zone>\n")
+p = subprocess.run([SIM, "all_reduce", "--platform", bad_xml, "--nodes", "2", "--per-node", "1"],
+                   capture_output=True, text=True, timeout=60)
+first = p.stderr.splitlines()[0] if p.stderr else ""
+check(p.returncode == 2 and first.startswith("strata-sim: ") and bad_xml in first,
+      f"a platform file that does not parse: exit {p.returncode}, '{first}'")
+
+print(f"{len(failures)} failure(s)")
+sys.exit(1 if failures else 0)
