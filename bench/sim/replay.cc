@@ -8,7 +8,6 @@
 #include <string>
 
 #include "core/error.h"
-#include "exec/executor.h"
 
 namespace sg4 = simgrid::s4u;
 

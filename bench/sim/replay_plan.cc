@@ -1,6 +1,5 @@
 #include "replay_plan.h"
 
-#include "exec/executor.h"
 
 namespace strata::sim {
 

@@ -11,28 +11,39 @@ namespace strata {
 
 namespace {
 
-// A set of transfers that happen at once (one step): (from, to) pairs each
-// moving `bytes`. Its time is the slowest transfer, with every node's network
-// bandwidth shared by the transfers leaving (or entering) that node.
-double stepUs(const Topology& t, const std::vector<std::pair<int, int>>& pairs, double bytes) {
-  if (pairs.empty()) return 0;
+// What one transfer of a set that happens at once costs: a fixed part (the
+// link's latency, and a gap per other message leaving its node) and a part
+// per byte (a node's network bandwidth shared by the transfers leaving or
+// entering that node).
+struct HopCost {
+  double fixedUs = 0, usPerByte = 0;
+  double us(double bytes) const { return fixedUs + bytes * usPerByte; }
+};
+
+std::vector<HopCost> hopCosts(const Topology& t, const std::vector<std::pair<int, int>>& pairs) {
   std::vector<int> out(size_t(t.nnodes()), 0), in(size_t(t.nnodes()), 0);
   for (auto [a, b] : pairs)
     if (t.nodeOf(a) != t.nodeOf(b)) {
       out[size_t(t.nodeOf(a))]++;
       in[size_t(t.nodeOf(b))]++;
     }
-  double worst = 0;
+  std::vector<HopCost> costs;
   for (auto [a, b] : pairs) {
-    double us;
     if (t.nodeOf(a) == t.nodeOf(b)) {
-      us = t.intra.us(bytes);
+      costs.push_back({t.intra.alphaUs, 1 / (t.intra.gbps * 1e3)});
     } else {
       int share = std::max(out[size_t(t.nodeOf(a))], in[size_t(t.nodeOf(b))]);
-      us = t.inter.alphaUs + (share - 1) * t.inter.gapUs + bytes * share / (t.inter.gbps * 1e3);
+      costs.push_back({t.inter.alphaUs + (share - 1) * t.inter.gapUs, share / (t.inter.gbps * 1e3)});
     }
-    worst = std::max(worst, us);
   }
+  return costs;
+}
+
+// A set of transfers that happen at once (one step): (from, to) pairs each
+// moving `bytes`. Its time is the slowest transfer.
+double stepUs(const Topology& t, const std::vector<std::pair<int, int>>& pairs, double bytes) {
+  double worst = 0;
+  for (const HopCost& c : hopCosts(t, pairs)) worst = std::max(worst, c.us(bytes));
   return worst;
 }
 
@@ -49,20 +60,57 @@ std::vector<int> identity(int n) {
   return v;
 }
 
-// A pipelined chain over `order`: the first slice crosses every hop, the
-// other P-1 follow one slowest hop apart.
+// A pipelined chain over `order`. Every rank forwards each fragment as it
+// arrives (cut-through) and its sends complete into the next link's buffer,
+// so slices stream back to back: the first fragment crosses every hop (one
+// latency each), the rest of the bytes follow at the slowest hop's rate with
+// every hop busy at once. (Charging a latency per slice and hop, as this did
+// before, put the chain at 1.3-2.4x strata-sim's replay of its plan from
+// 1 MiB on 8 x 8 ranks at 15 us / 50 GB/s.)
 double chainUs(const Topology& t, const std::vector<int>& order, double bytes, size_t chunk) {
   if (order.size() < 2) return 0;
-  size_t p = sliceCount(size_t(bytes), chunk);
-  double slice = bytes / double(p), first = 0, slowest = 0;
+  const double slice = bytes / double(sliceCount(size_t(bytes), chunk));
+  const double fragment = std::min(slice, double(kMaxFragment));
   std::vector<std::pair<int, int>> all;
   for (size_t i = 0; i + 1 < order.size(); ++i) all.emplace_back(order[i], order[i + 1]);
-  for (auto pr : all) {
-    double us = stepUs(t, {pr}, slice);
-    first += us;
+  double first = 0, slowest = 0;
+  for (auto pr : all) first += hopCosts(t, {pr})[0].us(fragment);
+  for (const HopCost& c : hopCosts(t, all)) slowest = std::max(slowest, c.usPerByte);  // all hops busy at once
+  return first + (bytes - fragment) * slowest;
+}
+
+// A ring over `order` as the ring plans run it (all_reduce/ring.cc,
+// reduce_scatter/ring.cc, all_gather/ring.cc): `slices` slices one after the
+// other; in each, every member's block of `blockBytes` travels `steps` hops,
+// forwarded fragment by fragment as it arrives while the blocks behind it
+// stream on (a send completes into the next link's buffer). A slice takes the
+// longer of its latency path (every step the slowest hop's latency and a
+// fragment, then the rest of a block) and the busiest hop's bandwidth (`steps`
+// blocks back to back after one latency). A rank starts a slice only when it
+// has finished the last, so each slice pays its latency path (strata-sim's
+// replay agrees within 1% on 4 x 1 nodes at 256 MiB). With hops of unequal
+// latency the replay charges each its own: on 8 x 8 ranks at 2 us inside a
+// node and 15 us between nodes its ring is 2-4x faster than this. This 2-core
+// VM measures small-message ring steps on 4 x 2 namespace nodes at 0.6-0.9x
+// the slowest hop's latency, and with a path of average hops the selector
+// picked the ring there where it measured 1.2-2.6x slower than hier_halving,
+// so the slowest hop stays (docs/scaling.md).
+double pipelinedRingUs(const Topology& t, const std::vector<int>& order, double blockBytes, double steps,
+                       double slices) {
+  const size_t n = order.size();
+  if (n < 2) return 0;
+  std::vector<std::pair<int, int>> pairs;
+  for (size_t i = 0; i < n; ++i) pairs.emplace_back(order[i], order[(i + 1) % n]);
+  const double fragment = std::min(blockBytes, double(kMaxFragment));
+  double slowestHop = 0, slowestPerByte = 0, worstFixed = 0;
+  for (const HopCost& c : hopCosts(t, pairs)) {
+    slowestHop = std::max(slowestHop, c.us(fragment));
+    slowestPerByte = std::max(slowestPerByte, c.usPerByte);
+    worstFixed = std::max(worstFixed, c.fixedUs);
   }
-  slowest = stepUs(t, all, slice);  // all hops busy at once in steady state
-  return first + double(p - 1) * slowest;
+  const double path = steps * slowestHop + (blockBytes - fragment) * slowestPerByte;
+  const double bandwidth = worstFixed + steps * blockBytes * slowestPerByte;
+  return slices * std::max(path, bandwidth);
 }
 
 // Reducing a whole message of `bytes` at once, after it arrived (not
@@ -297,7 +345,7 @@ double predictUs(const std::string& algo, Coll coll, size_t bytesIn, const Topol
   switch (coll) {
     case Coll::kAllReduce:
     case Coll::kBarrier:
-      if (algo == "ring") return ringUs(t, identity(n), bytes / n / slices, 2.0 * (n - 1) * slices);
+      if (algo == "ring") return pipelinedRingUs(t, identity(n), bytes / n / slices, 2.0 * (n - 1), slices);
       if (algo == "recursive_doubling") return recursiveDoublingUs(t, identity(n), bytes);
       if (algo == "hier_ring") return hierRingAllReduceUs(t, bytes, chunk);
       if (algo == "hier_halving") return hierHalvingAllReduceUs(t, bytes, chunk);
@@ -307,7 +355,7 @@ double predictUs(const std::string& algo, Coll coll, size_t bytesIn, const Topol
       return -1;
     case Coll::kReduceScatter:
     case Coll::kAllGather:
-      if (algo == "ring") return ringUs(t, identity(n), bytes / n / slices, double(n - 1) * slices);
+      if (algo == "ring") return pipelinedRingUs(t, identity(n), bytes / n / slices, double(n - 1), slices);
       if (algo == (coll == Coll::kReduceScatter ? "recursive_halving" : "recursive_doubling"))
         return logStepsUs(t, identity(n), bytes / n, chunk, coll == Coll::kReduceScatter);
       if (algo == "hier_ring") return hierScatterGatherUs(t, bytes, chunk, false, coll == Coll::kReduceScatter);

@@ -28,6 +28,11 @@ namespace strata {
 
 class Topology;
 
+// Bytes the executor handles per step of a flow: received, reduced and
+// forwarded as one piece, so a forward starts after the first fragment (the
+// cost model's cut-through, strata-sim's replay).
+constexpr size_t kMaxFragment = 256 * 1024;
+
 enum class Buf : uint8_t { kNone = 0, kSend, kRecv, kScratch };
 
 struct Ref {

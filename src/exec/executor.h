@@ -16,10 +16,6 @@ namespace strata {
 
 class LinkSet;
 
-// Bytes a flow handles per step: received, reduced and forwarded as one piece
-// (strata-sim replays plans in fragments of this size).
-constexpr size_t kMaxFragment = 256 * 1024;
-
 // Where a plan's buffer references point.
 struct Buffers {
   const void* send = nullptr;

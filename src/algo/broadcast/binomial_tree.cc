@@ -24,9 +24,16 @@ void buildTreeBroadcast(const CollArgs& a, Plan& plan) {
       plan.add(copyFlow(at(Buf::kSend, 0), data, bytes));
     }
   }
-  plan.beginPhase();
+  // One child per phase, the largest subtree first: a send completes into the
+  // child's link buffer, so the next starts at once, and the child with the
+  // most ranks below it gets the link to itself first. (All children in one
+  // phase share the link, so every child waits for all of them: strata-sim
+  // showed that broadcast taking 1.6-2x the levels' time from 1 MiB on 8 x 8.)
   for (mask >>= 1; mask > 0; mask >>= 1)
-    if (v + mask < n) plan.add(sendFlow(real(v + mask), v == 0 ? at(Buf::kSend, 0) : data, bytes));
+    if (v + mask < n) {
+      plan.beginPhase();
+      plan.add(sendFlow(real(v + mask), v == 0 ? at(Buf::kSend, 0) : data, bytes));
+    }
 }
 
 }  // namespace strata
