@@ -104,6 +104,7 @@ def main():
         lines += ["", f"![{coll}](scaling-{coll}.png)", ""]
         plot(coll, rows, nodes, os.path.join(ROOT, "docs", f"scaling-{coll}.png"), args)
     lines += scale_out(predictions, args)
+    lines += simulation(args)
     lines += ["## Reading", "",
               "- Up to 64 nodes the hierarchical ring keeps each node's network link busy with all 8 local ranks "
               "streaming at once and approaches the per-node bound for large messages.",
@@ -168,6 +169,149 @@ def scale_out(predictions, args):
               "second column exceeds the first, no log-step algorithm can reach 90% under this model's link "
               "parameters; the gap closes as the size grows and the bandwidth term dominates both.", ""]
     return lines
+
+
+SIM_CAUSES = {
+    "ring": "the model charges each ring step its slowest hop's latency (what this 2-core VM measures on "
+            "namespace nodes); the replay charges each hop its own, 2 µs inside a node and 15 µs between nodes, "
+            "so its flat ring over 8 local ranks per node is 2-4x faster",
+    "pairwise": "the replay's ranks move to their next step as soon as their own receive lands (sends complete "
+                "into buffers), so the steps overlap and the NIC stays busy: the all-to-all costs its bytes through "
+                "each node's NIC (within 1% on 8 x 8 at 16 MiB); the model adds a latency per step",
+}
+
+
+def simulation(args):
+    """strata-sim's replay of the planner's plans beside the model (docs/benchmarks/sim-scaling.json)."""
+    path = os.path.join(ROOT, "docs", "benchmarks", "sim-scaling.json")
+    if not os.path.exists(path):
+        return ["## Simulated", "", "No simulation yet: run bench/sim/sim_scaling.py (strata-sim).", ""]
+    s = json.load(open(path))
+    rows = [r for r in s["rows"] if not r["skipped"]]
+    lines = ["## Simulated beside modelled (strata-sim)", "",
+             "`build/bench/strata-sim` replays the plans the library's planner builds for every rank (the code a "
+             "real run calls) on a simulated cluster (SimGrid's flow-level network model): one host per rank, the "
+             "ranks of a node on NVLink-class links, each node's NIC at the inter-node parameters above, nodes on a "
+             "two-level fat-tree with full bisection (32 nodes per leaf switch). The executor's semantics are "
+             "replayed: phases in order, the flows of a phase together, 256 KiB fragments forwarded as they "
+             "arrive, reductions at the memory rate (docs/ARCHITECTURE.md, strata-sim). Both columns are "
+             "predictions, not measurements; strata-sim itself reproduces the 8-namespace-node measurements "
+             "within 25% at 1 MiB and above (docs/benchmarks/sim-calibration.md). Counts are bytes (uint8), so "
+             "that 64 KiB splits into blocks even on 32768 ranks.", "",
+             f"Command: `python3 bench/sim/sim_scaling.py {s['argv']}` ({s.get('wall_s', 0) / 60:.0f} minutes on this "
+             "2-core machine), then this script.", ""]
+    reduced = [r for r in rows if r.get("reduced")]
+    if reduced:
+        lines += [f"Replays that would send more than the message budget (rings over thousands of ranks) are "
+                  f"reduced: {len(reduced)} of {len(rows)} cells are extrapolated from full replays on 1/2, 1/4 and "
+                  "1/8 of the nodes with the same bytes per step, by a + b N + c log2 N (exact for a ring's linear "
+                  "and a log-step algorithm's logarithmic step counts)."]
+        check = s.get("reduced_check") or []
+        full = {(r["coll"], r["nodes"], r["bytes"], r["algorithm"]): r for r in rows}
+        devs = [c["sim_us"] / full[k]["sim_us"] - 1 for c in check if not c["skipped"]
+                for k in [(c["coll"], c["nodes"], c["bytes"], c["algorithm"])] if k in full and not full[k]["reduced"]]
+        if devs:
+            worst = max(devs, key=abs)
+            lines[-1] += (f" Checked on {check[0]['nodes']} nodes, where every cell also runs whole: {len(devs)} "
+                          f"cells, reduced / full within {100 * max(abs(d) for d in devs):.1f}% (worst {worst:+.1%}).")
+        lines.append("")
+    nodes = sorted({r["nodes"] for r in rows})
+    for coll in COLLS:
+        mine = [r for r in rows if r["coll"] == coll]
+        if not mine:
+            continue
+        lines += [f"### {coll}", "", "Each cell: the selector's choice, its modelled and simulated time, and the "
+                  "algorithm fastest in the simulation with the choice's simulated time over its own.", "",
+                  "| size | " + " | ".join(f"{n} x {s['per_node']}" for n in nodes) + " |",
+                  "| ---: | " + " | ".join("---" for _ in nodes) + " |"]
+        for sz in sorted({r["bytes"] for r in mine}):
+            cells = []
+            for n in nodes:
+                cell = [r for r in mine if r["nodes"] == n and r["bytes"] == sz]
+                chosen = [r for r in cell if r["chosen"]]
+                if not cell or not chosen:
+                    cells.append("")
+                    continue
+                c, best = chosen[0], min(cell, key=lambda r: r["sim_us"])
+                tail = "best" if best is c else f"{best['algorithm']} {c['sim_us'] / best['sim_us']:.2f}x"
+                cells.append(f"{c['algorithm']}: model {fmt_time(c['model_us'])}, sim {fmt_time(c['sim_us'])}; {tail}")
+            lines.append(f"| {fmt_size(sz)} | " + " | ".join(cells) + " |")
+        lines += ["", f"![{coll}](scaling-sim-{coll}.png)", ""]
+        plot_sim(coll, mine, nodes, os.path.join(ROOT, "docs", f"scaling-sim-{coll}.png"), s["per_node"])
+    big = [r for r in rows if r["bytes"] >= 1 << 20]
+    off = [r for r in big if abs(r["sim_us"] / r["model_us"] - 1) > 0.25]
+    lines += ["### Where model and simulation disagree", "",
+              f"At 1 MiB and above, {len(big) - len(off)} of {len(big)} (collective, scale, size, algorithm) cells "
+              "agree within 25%. The rest, by algorithm:", "",
+              "| collective | algorithm | cells | simulated / modelled | why |", "| --- | --- | ---: | ---: | --- |"]
+    groups = {}
+    for r in off:
+        groups.setdefault((r["coll"], r["algorithm"]), []).append(r["sim_us"] / r["model_us"])
+    for (coll, algo), ratios in sorted(groups.items()):
+        cause = SIM_CAUSES.get(algo, "")
+        lines.append(f"| {coll} | {algo} | {len(ratios)} | {min(ratios):.2f}-{max(ratios):.2f} | {cause} |")
+    worst = []
+    for coll in COLLS:
+        for n in nodes:
+            for sz in sorted({r["bytes"] for r in rows}):
+                cell = [r for r in rows if r["coll"] == coll and r["nodes"] == n and r["bytes"] == sz]
+                chosen = [r for r in cell if r["chosen"]]
+                if cell and chosen:
+                    best = min(cell, key=lambda r: r["sim_us"])
+                    worst.append((best["sim_us"] / chosen[0]["sim_us"], coll, n, sz, chosen[0]["algorithm"],
+                                  best["algorithm"]))
+    within = sum(1 for w in worst if w[0] >= 0.9)
+    lines += ["", f"The selector's choice is within 10% of the simulation's fastest algorithm in {within} of "
+              f"{len(worst)} cells; the others:", "",
+              "| collective | scale | size | chosen | fastest in the simulation | fastest / chosen |",
+              "| --- | ---: | ---: | --- | --- | ---: |"]
+    for ratio, coll, n, sz, ch, best in sorted(worst):
+        if ratio < 0.9:
+            lines.append(f"| {coll} | {n} x {s['per_node']} | {fmt_size(sz)} | {ch} | {best} | {ratio:.2f} |")
+    lines.append("")
+    sc = [r for r in s.get("scenarios", []) if not r["skipped"]]
+    if sc:
+        names = list(dict.fromkeys(r["scenario"] for r in sc))
+        lines += ["### Stragglers and a tapered fabric", "",
+                  f"The selector's choice on {sc[0]['nodes']} x {sc[0]['per_node']} ranks, simulated as built and "
+                  "with one thing wrong (the cost model has no notion of these: its prediction is the first "
+                  "column's). Each cell: simulated time and its ratio to the cluster as built.", "",
+                  "| collective | size | algorithm | " + " | ".join(names) + " |",
+                  "| --- | ---: | --- | " + " | ".join("---:" for _ in names) + " |"]
+        for key in dict.fromkeys((r["coll"], r["bytes"]) for r in sc):
+            cell = {r["scenario"]: r for r in sc if (r["coll"], r["bytes"]) == key}
+            base = cell.get(names[0])
+            if not base:
+                continue
+            vals = [f"{fmt_time(cell[n]['sim_us'])} ({cell[n]['sim_us'] / base['sim_us']:.2f}x)" if n in cell else ""
+                    for n in names]
+            lines.append(f"| {key[0]} | {fmt_size(key[1])} | {base['algorithm']} | " + " | ".join(vals) + " |")
+        lines.append("")
+    return lines
+
+
+def plot_sim(coll, rows, nodes, path, per_node):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for i, n in enumerate(nodes):
+        color = f"C{i}"
+        chosen = sorted((r["bytes"], r) for r in rows if r["nodes"] == n and r["chosen"])
+        xs = [b for b, _ in chosen]
+        ax.plot(xs, [r["busbw"] for _, r in chosen], marker="o", color=color, label=f"{n} x {per_node} simulated")
+        # busbw from the model's time, same formula as nccl-tests (busbw / algbw fixed per collective)
+        ax.plot(xs, [r["busbw"] * r["sim_us"] / r["model_us"] for _, r in chosen], linestyle="--", color=color,
+                alpha=0.7, label=f"{n} x {per_node} modelled")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("busbw of the chosen algorithm (GB/s)")
+    ax.set_title(f"{coll}: simulated (solid) and modelled (dashed), predictions")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
 
 
 def plot(coll, rows, nodes, path, args):

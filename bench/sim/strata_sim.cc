@@ -18,6 +18,7 @@
 #include <fcntl.h>
 
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <cstdio>
 #include <cstdlib>
@@ -42,7 +43,7 @@ const char kUsage[] =
     "usage: strata-sim COLLECTIVE [--nodes N,N..] [--per-node L] [--intra A,G] [--inter A,G] [--memory G]\n"
     "                  [-b MIN] [-e MAX] [-f F] [--chunk B] [--algo NAME|auto|all] [--platform fat-tree|switch|FILE]\n"
     "                  [--leaf-nodes D] [--taper T] [--slow-node N[,FACTOR]] [--late-rank R[,US]]\n"
-    "                  [-d TYPE] [--max-messages M] [--json]\n";
+    "                  [-d TYPE] [--max-messages M] [--reduce] [--json]\n";
 
 struct SimOptions {
   std::string algo = "auto";
@@ -50,6 +51,7 @@ struct SimOptions {
   int lateRank = -1;
   double lateUs = 1000;
   uint64_t maxMessages = 40000000;
+  bool forceReduced = false;  // --reduce: extrapolate even where a full replay fits (to check the reduction)
   strataDataType_t dtype = strataFloat32;
 };
 
@@ -120,13 +122,6 @@ CellResult simulateCell(Coll coll, size_t count, const std::string& forced, cons
   in.plans.reserve(size_t(n));
   for (int r = 0; r < n; ++r) {
     in.plans.push_back(toReplayPlan(buildCollectivePlan(argsFor(coll, count, so.dtype, r, topo, mo.chunk), desc, cfg)));
-    if (r == 0 && in.plans[0].fragments * uint64_t(n) > so.maxMessages) {
-      std::snprintf(res.skipped, sizeof res.skipped,
-                    "about %llu messages, above --max-messages %llu: too large for a full replay",
-                    static_cast<unsigned long long>(in.plans[0].fragments * uint64_t(n)),
-                    static_cast<unsigned long long>(so.maxMessages));
-      return res;
-    }
     res.messages += in.plans.back().fragments;
   }
   std::snprintf(res.algorithm, sizeof res.algorithm, "%s", in.plans[0].algorithm.c_str());
@@ -198,6 +193,114 @@ std::string tryPlatform(const PlatformSpec& spec) {
   return r.skipped;
 }
 
+// How big a replay is, from rank 0's plan (ranks play symmetric parts): the
+// messages all ranks send, and the phases a rank runs one after the other.
+struct ReplaySize {
+  uint64_t messages = 0;
+  double phases = 0;
+  double bytesPerPhase = 0;  // what rank 0 moves in an average phase
+};
+ReplaySize replaySize(Coll coll, size_t count, const std::string& algo, const Topology& topo,
+                      const ModelOptions& mo, const SimOptions& so) {
+  Config cfg;
+  cfg.algo = algo;
+  cfg.chunkBytes = mo.chunk;
+  OpDesc desc;
+  desc.coll = coll;
+  desc.count = count;
+  desc.dtype = so.dtype;
+  ReplayPlan plan = toReplayPlan(buildCollectivePlan(argsFor(coll, count, so.dtype, 0, topo, mo.chunk), desc, cfg));
+  double bytes = 0;
+  for (const ReplayFlow& f : plan.flows) bytes += double(f.bytes);
+  const double phases = double(plan.phaseEnd.size());
+  return {plan.fragments * uint64_t(topo.nranks()), phases, phases > 0 ? bytes / phases : 0};
+}
+
+// One (size, algorithm) on `nodes` nodes. A replay above --max-messages
+// is reduced: full replays on nodes/2^k, /2^(k+1) and /2^(k+2) nodes (the
+// largest that fit), each with the count (as given, or scaled by the nodes
+// either way) that keeps rank 0's bytes per phase closest to the full
+// cluster's, so a step moves what it moves there (a ring's block, a recursive
+// doubling round's whole vector), and the time extrapolated by
+// a + b nodes + c log2(nodes) through the three: a ring's or a chain's steps
+// grow with the nodes, a log-step algorithm's with their logarithm, a
+// hierarchical one has both. *reduced says so.
+CellResult simulate(Coll coll, size_t count, const std::string& algo, int nodes, const ModelOptions& mo,
+                    SimOptions so, std::string* reduced) {
+  auto full = [&](int m, size_t c) {
+    Topology t = makeCluster(m, mo.perNode, mo);
+    so.platform.nodes = m;
+    return inChild([&] { return simulateCell(coll, c, algo, t, mo, so); }, true);
+  };
+  Topology topo = makeCluster(nodes, mo.perNode, mo);
+  const ReplaySize whole = replaySize(coll, count, algo, topo, mo, so);
+  const uint64_t messages = whole.messages;
+  if (messages <= so.maxMessages && !so.forceReduced) return full(nodes, count);
+  // The count on m nodes: as given (scale 0), scaled with the nodes (1) or against them (-1).
+  auto countAt = [&](int m, int scale) {
+    if (scale > 0) return std::max<size_t>(1, count * size_t(m) / size_t(nodes));
+    return scale < 0 ? count * size_t(nodes) / size_t(m) : count;
+  };
+  // One scaling for all three, the one that keeps the bytes per phase on the largest.
+  auto chooseScale = [&](int m) {
+    const Topology t = makeCluster(m, mo.perNode, mo);
+    int best = 0;
+    double bestMiss = -1;
+    for (int scale : {0, 1, -1}) {
+      double miss = std::fabs(std::log(replaySize(coll, countAt(m, scale), algo, t, mo, so).bytesPerPhase /
+                                       whole.bytesPerPhase));
+      if (bestMiss < 0 || miss < bestMiss - 1e-9) best = scale, bestMiss = miss;
+    }
+    return best;
+  };
+  for (int k = 1; (nodes >> (k + 2)) >= 2 && nodes % (1 << (k + 2)) == 0; ++k) {
+    int m[3] = {nodes >> (k + 2), nodes >> (k + 1), nodes >> k};
+    size_t c[3] = {};
+    const int scale = chooseScale(m[2]);
+    bool fits = true;
+    for (int i = 0; i < 3 && fits; ++i) {
+      so.platform.nodes = m[i];
+      if (!checkPlatform(so.platform).empty()) fits = false;
+      if (!fits) break;
+      c[i] = countAt(m[i], scale);
+      fits = so.forceReduced ||
+             replaySize(coll, c[i], algo, makeCluster(m[i], mo.perNode, mo), mo, so).messages <= so.maxMessages;
+    }
+    if (!fits) continue;
+    CellResult r[3];
+    for (int i = 0; i < 3; ++i) {
+      r[i] = full(m[i], c[i]);
+      if (r[i].skipped[0]) return r[i];
+    }
+    // t = a + b m + c log2(m) through the three (Cramer's rule), at m = nodes.
+    auto det3 = [](const double a[3][3]) {
+      return a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0]) +
+             a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]);
+    };
+    double basis[3][3], coef[3];
+    for (int i = 0; i < 3; ++i) basis[i][0] = 1, basis[i][1] = m[i], basis[i][2] = std::log2(double(m[i]));
+    const double d = det3(basis);
+    for (int k = 0; k < 3; ++k) {
+      double b[3][3];
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) b[i][j] = j == k ? r[i].us : basis[i][j];
+      coef[k] = det3(b) / d;
+    }
+    const double t = coef[0] + coef[1] * nodes + coef[2] * std::log2(double(nodes));
+    CellResult out = r[2];
+    out.us = t;
+    out.messages = r[0].messages + r[1].messages + r[2].messages;
+    out.wallS = r[0].wallS + r[1].wallS + r[2].wallS;
+    *reduced = format("extrapolated from full replays on %d, %d and %d nodes", m[0], m[1], m[2]);
+    return out;
+  }
+  CellResult r;
+  std::snprintf(r.skipped, sizeof r.skipped,
+                "about %llu messages, above --max-messages %llu, and no smaller cluster to extrapolate from",
+                static_cast<unsigned long long>(messages), static_cast<unsigned long long>(so.maxMessages));
+  return r;
+}
+
 std::string platformSummary(const PlatformSpec& p) {
   if (p.kind == "switch") return "one switch";
   if (p.kind != "fat-tree") return "platform file " + p.kind;
@@ -228,6 +331,8 @@ int main(int argc, char** argv) {
         if (std::strcmp(v, dtypeName(strataDataType_t(t))) == 0) so.dtype = strataDataType_t(t), known = true;
       if (!known) die(format("-d '%s' is not a type (int8, uint8, int32, uint32, int64, uint64, float16, bfloat16, "
                              "float32, float64)", v));
+    } else if (f == "--reduce") {
+      so.forceReduced = true;
     } else if (f == "--max-messages") so.maxMessages = uint64_t(std::atof(value()));
     else if (f == "--slow-node") {
       std::vector<std::string> v = splitComma(value());
@@ -296,24 +401,26 @@ int main(int argc, char** argv) {
         die(format("%s does not apply to %s on %d nodes x %d ranks", so.algo.c_str(), mo.coll.c_str(), nodes,
                    mo.perNode));
       for (const Prediction& p : todo) {
-        CellResult r = inChild([&] { return simulateCell(coll, count, p.algorithm, topo, mo, so); }, true);
+        std::string reduced;
+        CellResult r = simulate(coll, count, p.algorithm, nodes, mo, so, &reduced);
         const bool isChoice = p.algorithm == chosen.algorithm;
         const double algbw = r.us > 0 ? double(bytes) / (r.us * 1e3) : 0;
         const double bus = busBandwidth(coll, bytes, n, r.us);
         if (mo.json) {
           std::printf("%s  {\"coll\": \"%s\", \"nodes\": %d, \"per_node\": %d, \"platform\": \"%s\", \"bytes\": %zu, "
                       "\"count\": %zu, \"algorithm\": \"%s\", \"chosen\": %s, \"sim_us\": %.3f, \"model_us\": %.3f, "
-                      "\"busbw\": %.4f, \"messages\": %llu, \"wall_s\": %.3f, \"skipped\": \"%s\"}",
+                      "\"busbw\": %.4f, \"messages\": %llu, \"wall_s\": %.3f, \"skipped\": \"%s\", \"reduced\": \"%s\"}",
                       firstJson ? "" : ",\n", mo.coll.c_str(), nodes, mo.perNode, so.platform.kind.c_str(), bytes,
                       count, p.algorithm.c_str(), isChoice ? "true" : "false", r.us, p.us, bus,
-                      static_cast<unsigned long long>(r.messages), r.wallS, r.skipped);
+                      static_cast<unsigned long long>(r.messages), r.wallS, r.skipped, reduced.c_str());
           firstJson = false;
         } else if (r.skipped[0]) {
           std::printf("%14zu %12zu %-7s %-20s %12s %10s %10s %12.1f   (%s)\n", bytes, count, dtypeName(so.dtype), 
                       (p.algorithm + (isChoice ? "*" : "")).c_str(), "-", "-", "-", p.us, r.skipped);
         } else {
-          std::printf("%14zu %12zu %-7s %-20s %12.1f %10.3f %10.3f %12.1f %9.3f %9.2f\n", bytes, count, dtypeName(so.dtype),
-                      (p.algorithm + (isChoice ? "*" : "")).c_str(), r.us, algbw, bus, p.us, r.us / p.us, r.wallS);
+          std::printf("%14zu %12zu %-7s %-20s %12.1f %10.3f %10.3f %12.1f %9.3f %9.2f%s\n", bytes, count,
+                      dtypeName(so.dtype), (p.algorithm + (isChoice ? "*" : "")).c_str(), r.us, algbw, bus, p.us,
+                      r.us / p.us, r.wallS, reduced.empty() ? "" : ("   (" + reduced + ")").c_str());
         }
         std::fflush(stdout);
       }

@@ -6,6 +6,8 @@
 - Every algorithm the selector offers, for every collective, replays to the
   end (no stalled rank) on odd layouts: one node of 3, 5 nodes of 1, 3 nodes
   of 2, 2 nodes of 3; odd counts.
+- A reduced replay (for clusters too large to replay whole) agrees with the
+  full replay within 5% where both run.
 - Bad flags: one sentence naming the problem and exit status 2.
 
 Usage: sim_test.py PATH/TO/strata-sim
@@ -85,6 +87,19 @@ for coll in ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce"
         chosen = all(sum(1 for x in rows if x["bytes"] == b and x["chosen"]) == 1 for b in {x["bytes"] for x in rows})
         check(rows and not bad and chosen,
               f"{coll} on {nodes} x {per}: {len(rows)} replays of {', '.join(algos)}" + (f"; {bad[:3]}" if bad else ""))
+
+# 2b. A reduced replay (extrapolated from full replays on a half, a quarter and
+# an eighth of the nodes) agrees with the full one within 5%.
+for coll, algo, size in [("all_reduce", "ring", "4M"), ("all_reduce", "hier_ring", "4M"),
+                         ("all_reduce", "recursive_doubling", "16M"), ("all_gather", "ring", "1M"),
+                         ("reduce_scatter", "hier_ring", "16M"), ("broadcast", "chain", "16M"),
+                         ("alltoall", "pairwise", "4M")]:
+    flags = [coll, "--nodes", "16", "--per-node", "2", "-b", size, "-e", size, "--algo", algo]
+    whole = one(*flags)
+    reduced = one(*flags, "--max-messages", str(whole["messages"] - 1))
+    ratio = reduced["sim_us"] / whole["sim_us"]
+    check(whole["reduced"] == "" and reduced["reduced"].startswith("extrapolated") and abs(ratio - 1) <= 0.05,
+          f"{coll} {algo} {size} on 16 x 2, reduced / full replay: {ratio:.3f} ({reduced['reduced']})")
 
 # 3. Bad flags.
 for args, words in [(["bogus"], "unknown collective"),

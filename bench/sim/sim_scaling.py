@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""strata-sim at 8 to 4096 nodes: every algorithm of all-reduce, reduce-scatter,
+all-gather, broadcast and all-to-all replayed on a two-level fat-tree (full
+bisection) with strata-model's default links (NVLink class inside a node,
+15 us / 50 GB/s per node between nodes), beside the model's prediction.
+Writes docs/benchmarks/sim-scaling.json; bench/model/scaling.py puts it beside
+the model in docs/scaling.md.
+
+    python3 bench/sim/sim_scaling.py [--nodes 8,64,512,4096] [--per-node 8]
+        [--sizes 64K,1M,16M,256M] [--max-messages 2e6] [--check-reduced 64]
+
+Counts are bytes (uint8), so 64 KiB splits into blocks even on 32768 ranks.
+Replays that would send more than --max-messages fragments (rings over
+thousands of ranks) are reduced: strata-sim extrapolates them from full
+replays on 1/2, 1/4 and 1/8 of the nodes. --check-reduced N replays every cell
+on N nodes both ways (--reduce), to show how far the reduction is off.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SIM = os.environ.get("STRATA_SIM", os.path.join(ROOT, "build", "bench", "strata-sim"))
+COLLS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "alltoall"]
+# What a user at scale asks about, on 64 x 8 ranks with the selector's choice.
+SCENARIOS = [("as built", []), ("node 0's NIC at half speed", ["--slow-node", "0,0.5"]),
+             ("rank 0 calls 1 ms late", ["--late-rank", "0,1000"]),
+             ("fat-tree uplinks tapered 2:1", ["--taper", "2"])]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--nodes", default="8,64,512,4096")
+    p.add_argument("--per-node", default="8")
+    p.add_argument("--sizes", default="64K,1M,16M,256M")
+    p.add_argument("--max-messages", default="2e6")
+    p.add_argument("--check-reduced", default="64")
+    p.add_argument("--scenario-nodes", default="64")
+    p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks", "sim-scaling.json"))
+    args = p.parse_args()
+    started = time.time()
+    result = {"argv": " ".join(sys.argv[1:]), "per_node": int(args.per_node), "rows": [], "reduced_check": [],
+              "scenarios": []}
+
+    def run(key, nodes, extra=()):
+        for coll in COLLS:
+            for size in args.sizes.split(","):
+                t0 = time.time()
+                out = subprocess.run([SIM, coll, "--nodes", nodes, "--per-node", args.per_node, "-d", "uint8",
+                                      "-b", size, "-e", size, "--algo", "all", "--max-messages", args.max_messages,
+                                      "--json", *extra], capture_output=True, text=True)
+                if out.returncode != 0:
+                    sys.exit(f"strata-sim failed: {out.stderr}")
+                got = json.loads(out.stdout)
+                result[key] += got
+                print(f"{key}: {coll} {nodes} x {args.per_node} {size}: {len(got)} algorithms, "
+                      f"{time.time() - t0:.0f} s", flush=True)
+                result["wall_s"] = time.time() - started
+                json.dump(result, open(args.out, "w"), indent=0)
+
+    for nodes in args.nodes.split(","):
+        run("rows", nodes)
+    if args.check_reduced:
+        run("reduced_check", args.check_reduced, ["--reduce"])
+    for coll in ["all_reduce", "all_gather", "reduce_scatter"]:
+        for size in ["1M", "64M"]:
+            for name, extra in SCENARIOS:
+                out = subprocess.run([SIM, coll, "--nodes", args.scenario_nodes, "--per-node", args.per_node,
+                                      "-d", "uint8", "-b", size, "-e", size, "--algo", "auto", "--max-messages",
+                                      args.max_messages, "--json", *extra], capture_output=True, text=True)
+                if out.returncode != 0:
+                    sys.exit(f"strata-sim failed: {out.stderr}")
+                for r in json.loads(out.stdout):
+                    r["scenario"] = name
+                    result["scenarios"].append(r)
+                print(f"scenario {coll} {size} {name}", flush=True)
+                json.dump(result, open(args.out, "w"), indent=0)
+
+
+if __name__ == "__main__":
+    main()
