@@ -287,6 +287,20 @@ def simulation(args):
                     for n in names]
             lines.append(f"| {key[0]} | {fmt_size(key[1])} | {base['algorithm']} | " + " | ".join(vals) + " |")
         lines.append("")
+    fsdp = s.get("fsdp") or []
+    if fsdp:
+        lines += ["### One FSDP step", "",
+                  f"Per layer (1, 4, 16 and 64 MiB of parameters) an all-gather and a reduce-scatter, every call "
+                  "starting on a rank as soon as its last one ended there (`strata-sim --fsdp-step`), beside the "
+                  "same calls replayed alone and the model's predictions, summed.", "",
+                  "| scale | layers | step, simulated | calls alone, simulated | model, summed | algorithms |",
+                  "| ---: | ---: | ---: | ---: | ---: | --- |"]
+        for r in fsdp:
+            algos = ", ".join(dict.fromkeys(r["algorithms"].split(",")))
+            lines.append(f"| {r['nodes']} x {r['per_node']} | {r['layers']} | {fmt_time(r['step_us'])} | "
+                         f"{fmt_time(r['alone_us'])} | {fmt_time(r['model_us'])} | {algos} |")
+        lines += ["", "The ranks of these plans finish each call together, so the step is the calls' sum: nothing "
+                  "of one call overlaps the next.", ""]
     return lines
 
 

@@ -27,4 +27,12 @@ ReplayPlan toReplayPlan(const Plan& plan) {
   return r;
 }
 
+void appendPlan(ReplayPlan& into, const ReplayPlan& more) {
+  const uint32_t base = uint32_t(into.flows.size());
+  into.flows.insert(into.flows.end(), more.flows.begin(), more.flows.end());
+  for (uint32_t end : more.phaseEnd) into.phaseEnd.push_back(base + end);
+  into.fragments += more.fragments;
+  into.algorithm += (into.algorithm.empty() ? "" : "+") + more.algorithm;
+}
+
 }  // namespace strata::sim

@@ -31,5 +31,7 @@ struct ReplayPlan {
 };
 
 ReplayPlan toReplayPlan(const Plan& plan);
+// `more`'s phases after `into`'s (collectives called one after the other).
+void appendPlan(ReplayPlan& into, const ReplayPlan& more);
 
 }  // namespace strata::sim

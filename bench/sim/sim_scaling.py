@@ -39,6 +39,7 @@ def main():
     p.add_argument("--max-messages", default="2e6")
     p.add_argument("--check-reduced", default="64")
     p.add_argument("--scenario-nodes", default="64")
+    p.add_argument("--fsdp-nodes", default="8,64,512")
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks", "sim-scaling.json"))
     args = p.parse_args()
     started = time.time()
@@ -78,6 +79,15 @@ def main():
                     result["scenarios"].append(r)
                 print(f"scenario {coll} {size} {name}", flush=True)
                 json.dump(result, open(args.out, "w"), indent=0)
+    # One FSDP step: per layer (1, 4, 16, 64 MiB) an all-gather and a reduce-scatter.
+    out = subprocess.run([SIM, "all_gather", "--fsdp-step", "--nodes", args.fsdp_nodes, "--per-node", args.per_node,
+                          "-d", "uint8", "-b", "1M", "-e", "64M", "-f", "4", "--max-messages", args.max_messages,
+                          "--json"], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"strata-sim failed: {out.stderr}")
+    result["fsdp"] = json.loads(out.stdout)
+    result["wall_s"] = time.time() - started
+    json.dump(result, open(args.out, "w"), indent=0)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,9 @@ const char kUsage[] =
     "usage: strata-sim COLLECTIVE [--nodes N,N..] [--per-node L] [--intra A,G] [--inter A,G] [--memory G]\n"
     "                  [-b MIN] [-e MAX] [-f F] [--chunk B] [--algo NAME|auto|all] [--platform fat-tree|switch|FILE]\n"
     "                  [--leaf-nodes D] [--taper T] [--slow-node N[,FACTOR]] [--late-rank R[,US]]\n"
-    "                  [-d TYPE] [--max-messages M] [--reduce] [--json]\n";
+    "                  [-d TYPE] [--max-messages M] [--reduce] [--fsdp-step] [--json]\n"
+    "  --fsdp-step: one sharded training step, each size from -b to -e a layer: its all-gather, then its\n"
+    "  reduce-scatter, every call after the last (the selector's choice for each), beside the calls alone.\n";
 
 struct SimOptions {
   std::string algo = "auto";
@@ -51,7 +53,8 @@ struct SimOptions {
   int lateRank = -1;
   double lateUs = 1000;
   uint64_t maxMessages = 40000000;
-  bool forceReduced = false;  // --reduce: extrapolate even where a full replay fits (to check the reduction)
+  bool forceReduced = false;
+  bool fsdpStep = false;  // --fsdp-step: per size (layer) an all-gather and a reduce-scatter, one after the other  // --reduce: extrapolate even where a full replay fits (to check the reduction)
   strataDataType_t dtype = strataFloat32;
 };
 
@@ -101,9 +104,16 @@ void startEngine() {
   simgrid::s4u::Engine::set_config("contexts/guard-size:0");  // one mapping per actor: 32768 actors fit vm.max_map_count
 }
 
-// Runs in the child: builds the platform and the plans, replays them.
-CellResult simulateCell(Coll coll, size_t count, const std::string& forced, const Topology& topo,
-                        const ModelOptions& mo, const SimOptions& so) {
+// One collective call: what, and how many elements (as the C API counts them).
+struct Call {
+  Coll coll;
+  size_t count;
+};
+
+// Runs in the child: builds the platform and every rank's plans for `calls`
+// (called one after the other, as a training step does), replays them.
+CellResult simulateCalls(const std::vector<Call>& calls, const std::string& forced, const Topology& topo,
+                         const ModelOptions& mo, const SimOptions& so) {
   CellResult res;
   startEngine();
   ReplayInput in;
@@ -114,16 +124,18 @@ CellResult simulateCell(Coll coll, size_t count, const std::string& forced, cons
   Config cfg;
   cfg.algo = forced;
   cfg.chunkBytes = mo.chunk;
-  OpDesc desc;
-  desc.coll = coll;
-  desc.count = count;
-  desc.dtype = so.dtype;
   const int n = topo.nranks();
-  in.plans.reserve(size_t(n));
-  for (int r = 0; r < n; ++r) {
-    in.plans.push_back(toReplayPlan(buildCollectivePlan(argsFor(coll, count, so.dtype, r, topo, mo.chunk), desc, cfg)));
-    res.messages += in.plans.back().fragments;
+  in.plans.resize(size_t(n));
+  for (const Call& c : calls) {
+    OpDesc desc;
+    desc.coll = c.coll;
+    desc.count = c.count;
+    desc.dtype = so.dtype;
+    for (int r = 0; r < n; ++r)
+      appendPlan(in.plans[size_t(r)],
+                 toReplayPlan(buildCollectivePlan(argsFor(c.coll, c.count, so.dtype, r, topo, mo.chunk), desc, cfg)));
   }
+  for (const ReplayPlan& p : in.plans) res.messages += p.fragments;
   std::snprintf(res.algorithm, sizeof res.algorithm, "%s", in.plans[0].algorithm.c_str());
   if (so.lateRank >= 0 && so.lateRank < n) {
     in.startDelayS.assign(size_t(n), 0);
@@ -230,7 +242,7 @@ CellResult simulate(Coll coll, size_t count, const std::string& algo, int nodes,
   auto full = [&](int m, size_t c) {
     Topology t = makeCluster(m, mo.perNode, mo);
     so.platform.nodes = m;
-    return inChild([&] { return simulateCell(coll, c, algo, t, mo, so); }, true);
+    return inChild([&] { return simulateCalls({{coll, c}}, algo, t, mo, so); }, true);
   };
   Topology topo = makeCluster(nodes, mo.perNode, mo);
   const ReplaySize whole = replaySize(coll, count, algo, topo, mo, so);
@@ -309,6 +321,63 @@ std::string platformSummary(const PlatformSpec& p) {
                 p.taper > 1 ? format("uplinks tapered %.3g:1", p.taper).c_str() : "full bisection");
 }
 
+// --fsdp-step: the layers' all-gathers and reduce-scatters replayed as one
+// step (a call starts on a rank as soon as its last one ended there) beside
+// the same calls replayed alone and the model's predictions, summed.
+int fsdpStep(const ModelOptions& mo, SimOptions so) {
+  const size_t elem = dtypeSize(so.dtype);
+  if (mo.json) std::printf("[\n");
+  bool first = true;
+  for (int nodes : mo.nodes) {
+    Topology topo = makeCluster(nodes, mo.perNode, mo);
+    so.platform.nodes = nodes;
+    const int n = topo.nranks();
+    std::vector<Call> calls;
+    double modelUs = 0, aloneUs = 0, bytes = 0;
+    std::string algos;
+    for (size_t want = mo.minBytes; want <= mo.maxBytes; want *= mo.factor) {
+      const size_t count = want / elem / size_t(n);
+      if (count == 0) continue;
+      for (Coll c : {Coll::kAllGather, Coll::kReduceScatter}) {
+        const size_t b = collectiveBytes(c, count, elem, n);
+        std::vector<Prediction> preds = predictAll(c, b, topo, mo.chunk);
+        const Prediction& pick = preds[pickFastest(preds, topo.nnodes() > 1)];
+        CellResult alone = inChild([&] { return simulateCalls({{c, count}}, pick.algorithm, topo, mo, so); }, true);
+        if (alone.skipped[0]) {
+          std::fprintf(stderr, "strata-sim: %s\n", alone.skipped);
+          return 1;
+        }
+        calls.push_back({c, count});
+        modelUs += pick.us;
+        aloneUs += alone.us;
+        bytes += double(b);
+        algos += (algos.empty() ? "" : ",") + pick.algorithm;
+      }
+    }
+    if (calls.empty()) continue;
+    CellResult step = inChild([&] { return simulateCalls(calls, "", topo, mo, so); }, true);
+    if (step.skipped[0]) {
+      std::fprintf(stderr, "strata-sim: %s\n", step.skipped);
+      return 1;
+    }
+    if (mo.json) {
+      std::printf("%s  {\"nodes\": %d, \"per_node\": %d, \"layers\": %zu, \"bytes\": %.0f, \"step_us\": %.3f, "
+                  "\"alone_us\": %.3f, \"model_us\": %.3f, \"algorithms\": \"%s\"}",
+                  first ? "" : ",\n", nodes, mo.perNode, calls.size() / 2, bytes, step.us, aloneUs, modelUs,
+                  algos.c_str());
+      first = false;
+    } else {
+      std::printf("# one FSDP step on %d nodes x %d ranks, %s: %zu layers of %zu B to %zu B, an all-gather and a "
+                  "reduce-scatter each\n# step %.1f us (simulated), the calls alone %.1f us (simulated, summed), "
+                  "model %.1f us (summed); algorithms %s\n",
+                  nodes, mo.perNode, platformSummary(so.platform).c_str(), calls.size() / 2, mo.minBytes, mo.maxBytes,
+                  step.us, aloneUs, modelUs, algos.c_str());
+    }
+  }
+  if (mo.json) std::printf("\n]\n");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -333,6 +402,8 @@ int main(int argc, char** argv) {
                              "float32, float64)", v));
     } else if (f == "--reduce") {
       so.forceReduced = true;
+    } else if (f == "--fsdp-step") {
+      so.fsdpStep = true;
     } else if (f == "--max-messages") so.maxMessages = uint64_t(std::atof(value()));
     else if (f == "--slow-node") {
       std::vector<std::string> v = splitComma(value());
@@ -368,6 +439,7 @@ int main(int argc, char** argv) {
     if (bad.empty() && so.platform.kind != "fat-tree" && so.platform.kind != "switch") bad = tryPlatform(so.platform);
     if (!bad.empty()) die(bad);
   }
+  if (so.fsdpStep) return fsdpStep(mo, so);
   bool firstJson = true;
   if (mo.json) std::printf("[\n");
   for (int nodes : mo.nodes) {

@@ -101,6 +101,15 @@ for coll, algo, size in [("all_reduce", "ring", "4M"), ("all_reduce", "hier_ring
     check(whole["reduced"] == "" and reduced["reduced"].startswith("extrapolated") and abs(ratio - 1) <= 0.05,
           f"{coll} {algo} {size} on 16 x 2, reduced / full replay: {ratio:.3f} ({reduced['reduced']})")
 
+# 2c. One FSDP step (an all-gather and a reduce-scatter per layer, one after the
+# other): never slower than the same calls replayed alone.
+p = subprocess.run([SIM, "all_gather", "--fsdp-step", "--nodes", "3", "--per-node", "2", "-b", "64K", "-e", "4M",
+                    "-f", "8", "--json"], capture_output=True, text=True, timeout=600)
+step = json.loads(p.stdout)[0] if p.returncode == 0 else {}
+check(p.returncode == 0 and step["layers"] == 3 and 0 < step["step_us"] <= step["alone_us"] * 1.001,
+      f"FSDP step on 3 x 2: {step.get('layers')} layers, step {step.get('step_us', 0):.1f} us, "
+      f"calls alone {step.get('alone_us', 0):.1f} us")
+
 # 3. Bad flags.
 for args, words in [(["bogus"], "unknown collective"),
                     (["all_reduce", "--algo", "pairwise"], "unknown algorithm"),
