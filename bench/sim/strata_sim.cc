@@ -233,10 +233,10 @@ ReplaySize replaySize(Coll coll, size_t count, const std::string& algo, const To
 // largest that fit), each with the count (as given, or scaled by the nodes
 // either way) that keeps rank 0's bytes per phase closest to the full
 // cluster's, so a step moves what it moves there (a ring's block, a recursive
-// doubling round's whole vector), and the time extrapolated by
-// a + b nodes + c log2(nodes) through the three: a ring's or a chain's steps
-// grow with the nodes, a log-step algorithm's with their logarithm, a
-// hierarchical one has both. *reduced says so.
+// doubling round's whole vector), and the time extrapolated along the line
+// through the two largest, in the nodes or in their logarithm, whichever
+// predicts the smallest better (a ring's or a chain's steps grow with the
+// nodes, a log-step algorithm's with their logarithm). *reduced says so.
 CellResult simulate(Coll coll, size_t count, const std::string& algo, int nodes, const ModelOptions& mo,
                     SimOptions so, std::string* reduced) {
   auto full = [&](int m, size_t c) {
@@ -284,26 +284,23 @@ CellResult simulate(Coll coll, size_t count, const std::string& algo, int nodes,
       r[i] = full(m[i], c[i]);
       if (r[i].skipped[0]) return r[i];
     }
-    // t = a + b m + c log2(m) through the three (Cramer's rule), at m = nodes.
-    auto det3 = [](const double a[3][3]) {
-      return a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) - a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0]) +
-             a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]);
+    // The time grows with the nodes (a ring's or a chain's steps) or with
+    // their logarithm (a log-step algorithm's): the line through the two
+    // largest replays in the variable that better predicts the smallest one,
+    // never below the largest replay.
+    auto extrapolate = [&](double (*x)(double), double at) {
+      return r[2].us + (r[2].us - r[1].us) / (x(m[2]) - x(m[1])) * (x(at) - x(m[2]));
     };
-    double basis[3][3], coef[3];
-    for (int i = 0; i < 3; ++i) basis[i][0] = 1, basis[i][1] = m[i], basis[i][2] = std::log2(double(m[i]));
-    const double d = det3(basis);
-    for (int k = 0; k < 3; ++k) {
-      double b[3][3];
-      for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) b[i][j] = j == k ? r[i].us : basis[i][j];
-      coef[k] = det3(b) / d;
-    }
-    const double t = coef[0] + coef[1] * nodes + coef[2] * std::log2(double(nodes));
+    double (*linear)(double) = [](double v) { return v; };
+    double (*logarithmic)(double) = [](double v) { return std::log2(v); };
+    const bool useLog = std::fabs(extrapolate(logarithmic, m[0]) - r[0].us) < std::fabs(extrapolate(linear, m[0]) - r[0].us);
+    const double t = std::max(r[2].us, extrapolate(useLog ? logarithmic : linear, nodes));
     CellResult out = r[2];
     out.us = t;
     out.messages = r[0].messages + r[1].messages + r[2].messages;
     out.wallS = r[0].wallS + r[1].wallS + r[2].wallS;
-    *reduced = format("extrapolated from full replays on %d, %d and %d nodes", m[0], m[1], m[2]);
+    *reduced = format("extrapolated from full replays on %d, %d and %d nodes (%s in the nodes)", m[0], m[1], m[2],
+                      useLog ? "logarithmic" : "linear");
     return out;
   }
   CellResult r;
