@@ -40,6 +40,8 @@ def main():
     p.add_argument("--check-reduced", default="64")
     p.add_argument("--scenario-nodes", default="64")
     p.add_argument("--fsdp-nodes", default="8,64,512")
+    p.add_argument("--colls", default=",".join(COLLS))
+    p.add_argument("--no-extras", action="store_true", help="only the rows: no reduction check, scenarios or FSDP step")
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks", "sim-scaling.json"))
     args = p.parse_args()
     started = time.time()
@@ -47,7 +49,7 @@ def main():
               "scenarios": []}
 
     def run(key, nodes, extra=()):
-        for coll in COLLS:
+        for coll in args.colls.split(","):
             for size in args.sizes.split(","):
                 t0 = time.time()
                 out = subprocess.run([SIM, coll, "--nodes", nodes, "--per-node", args.per_node, "-d", "uint8",
@@ -64,6 +66,8 @@ def main():
 
     for nodes in args.nodes.split(","):
         run("rows", nodes)
+    if args.no_extras:
+        return
     if args.check_reduced:
         run("reduced_check", args.check_reduced, ["--reduce"])
     for coll in ["all_reduce", "all_gather", "reduce_scatter"]:
