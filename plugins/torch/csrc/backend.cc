@@ -168,8 +168,11 @@ void StrataBackend::run(Batch& batch) {
 
 void StrataBackend::check(strataResult_t rc, const char* call) const {
   if (rc == strataSuccess) return;
-  C10_THROW_ERROR(DistBackendError, std::string("strata ") + call + " failed (" + strataGetErrorString(rc) +
-                                        ") on rank " + std::to_string(rank_) + ": " + strataGetLastError(comm_));
+  // torch's checks (and its own tests) know a timeout by " Timed out ": say it
+  // first, strata's detail (who never arrived, where each rank was) after it.
+  const std::string what = rc == strataTimeout ? " Timed out " : " ";
+  C10_THROW_ERROR(DistBackendError, std::string("strata ") + call + " failed on rank " + std::to_string(rank_) + ":" +
+                                        what + "(" + strataGetErrorString(rc) + "): " + strataGetLastError(comm_));
 }
 
 void StrataBackend::checkPeer(int peer, const char* method, const char* what) const {

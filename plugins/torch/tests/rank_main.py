@@ -669,6 +669,23 @@ def scenario_dead_peer(timeout_s):
     failures.append("no error after the peer died")
 
 
+def scenario_silent_peer(timeout_s):
+    """The last rank stays alive but never calls the barrier; every other rank's
+    barrier must raise after the process group's timeout, worded as torch's own
+    checks match a timeout (" Timed out "), strata's detail after it."""
+    dist.init_process_group("strata", timeout=timedelta(seconds=float(timeout_s)))
+    dist.barrier()
+    if RANK == WORLD - 1:
+        time.sleep(float(timeout_s) * 3)
+        os._exit(0)
+    try:
+        dist.barrier()
+    except Exception as e:  # noqa: BLE001
+        print(f"rank {RANK}: RAISED {type(e).__name__}: {e}", flush=True)
+        os._exit(3)
+    failures.append("the barrier returned without the silent rank")
+
+
 def scenario_elastic(timeout_s):
     """Rank WORLD-1 dies mid-training; the survivors' DDP step raises, they abort
     the process group and form a smaller one over a new store (as torchrun's

@@ -4,6 +4,7 @@ The tests named test_cuda_* need a CUDA GPU (the ranks share it); without one
 they are reported as skipped. scripts/gpu-check.sh runs them on a GPU machine.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -81,6 +82,15 @@ def _check_dead_peer(world, env=None):
         assert res.codes[r] == 3, f"rank {r} (exit {res.codes[r]}):\n{res.outputs[r][-3000:]}"
         assert "RAISED DistBackendError" in res.outputs[r] and "strata" in res.outputs[r], res.outputs[r][-3000:]
     assert res.seconds < timeout_s + 30, f"took {res.seconds:.0f} s"
+
+
+def test_silent_peer_times_out_with_torchs_words_for_it():
+    # torch's own tests (and its error handling) match " (Timed out|closed|timeout) ".
+    timeout_s = 5
+    res = run("silent_peer", 2, timeout_s, timeout=120)
+    assert res.codes[0] == 3, f"rank 0 (exit {res.codes[0]}):\n{res.outputs[0][-3000:]}"
+    assert re.search(r"RAISED DistBackendError: .* (Timed out|closed|timeout) ", res.outputs[0]), res.outputs[0][-3000:]
+    assert "strata" in res.outputs[0] and "rank 1" in res.outputs[0], res.outputs[0][-3000:]
 
 
 @pytest.mark.parametrize("world", [3])
