@@ -332,15 +332,8 @@ def plot_sim(coll, rows, nodes, path, per_node):
         # busbw from the model's time, same formula as nccl-tests (busbw / algbw fixed per collective)
         ax.plot(xs, [r["busbw"] * r["sim_us"] / r["model_us"] for _, r in chosen], linestyle="--", color=color,
                 alpha=0.7, label=f"{n} x {per_node} modelled")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("message size (bytes)")
-    ax.set_ylabel("busbw of the chosen algorithm (GB/s)")
-    ax.set_title(f"{coll}: simulated (solid) and modelled (dashed), predictions")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    finish_plot(fig, ax, path, "busbw of the chosen algorithm (GB/s)",
+                f"{coll}: simulated (solid) and modelled (dashed), predictions", legend_size=7)
 
 
 def plot(coll, rows, nodes, path, args):
@@ -351,12 +344,18 @@ def plot(coll, rows, nodes, path, args):
     for n in nodes:
         pts = sorted((r["bytes"], r["busbw"]) for r in rows if r["nodes"] == n)
         ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=f"{n} nodes x {args.per_node}")
+    finish_plot(fig, ax, path, "predicted busbw (GB/s)", f"{coll}: predicted busbw of the chosen algorithm")
+
+
+def finish_plot(fig, ax, path, ylabel, title, legend_size=None):
+    """Axes, legend and file of a busbw-by-size plot."""
+    import matplotlib.pyplot as plt
     ax.set_xscale("log", base=2)
     ax.set_xlabel("message size (bytes)")
-    ax.set_ylabel("predicted busbw (GB/s)")
-    ax.set_title(f"{coll}: predicted busbw of the chosen algorithm")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=legend_size)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)

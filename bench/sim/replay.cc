@@ -95,7 +95,7 @@ class RankActor {
   void runPhase(const ReplayPlan& plan, uint32_t first, uint32_t end) {
     out_.clear();
     outItems_.clear();
-    in_s_.clear();
+    inStreams_.clear();
     inItems_.clear();
     acts_.clear();
     tags_.clear();
@@ -120,13 +120,13 @@ class RankActor {
         r.reduce = f.reduce;
         r.forward = fwd;
         inItems_.push_back(r);
-        in_s_[streamTo(in_s_, f.peer)].items.push_back(inItems_.size() - 1);
+        inStreams_[streamTo(inStreams_, f.peer)].items.push_back(inItems_.size() - 1);
       }
       if (f.localCopyBytes > 0) start(sg4::this_actor::exec_async(2.0 * double(f.localCopyBytes) / in_->memoryGbps),
                                       {What::kCopy, 0, 0});
     }
     for (size_t s = 0; s < out_.size(); ++s) kick(s);
-    for (size_t s = 0; s < in_s_.size(); ++s) post(s);
+    for (size_t s = 0; s < inStreams_.size(); ++s) post(s);
     for (;;) {
       land();
       if (acts_.empty() && landings_.empty()) break;
@@ -192,7 +192,7 @@ class RankActor {
 
   // Waits for the next fragment from stream s's peer.
   void post(size_t s) {
-    InStream& st = in_s_[s];
+    InStream& st = inStreams_[s];
     if (st.posted || st.items.empty()) return;
     st.posted = true;
     start(channel(st.peer, rank_)->get_async<Fragment>(&st.arriving), {What::kIn, s, 0});
@@ -219,7 +219,7 @@ class RankActor {
         break;
       }
       case What::kIn: {
-        InStream& st = in_s_[t.index];
+        InStream& st = inStreams_[t.index];
         const double now = sg4::Engine::get_clock();
         const uint64_t n = st.arriving->bytes;
         // Taken now, or later than the transfer ended (then the sender has written when).
@@ -260,7 +260,7 @@ class RankActor {
   std::vector<OutStream> out_;
   std::vector<OutItem> outItems_;
   std::vector<size_t> outOfItem_;  // out item -> its stream
-  std::vector<InStream> in_s_;
+  std::vector<InStream> inStreams_;
   std::vector<InItem> inItems_;
   std::vector<sg4::ActivityPtr> acts_;
   std::vector<Tag> tags_;

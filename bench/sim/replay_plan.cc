@@ -5,7 +5,6 @@ namespace strata::sim {
 
 ReplayPlan toReplayPlan(const Plan& plan) {
   ReplayPlan r;
-  r.algorithm = plan.algorithm;
   r.flows.reserve(plan.flows.size());
   for (const Phase& ph : plan.phases) {
     for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
@@ -32,7 +31,6 @@ void appendPlan(ReplayPlan& into, const ReplayPlan& more) {
   into.flows.insert(into.flows.end(), more.flows.begin(), more.flows.end());
   for (uint32_t end : more.phaseEnd) into.phaseEnd.push_back(base + end);
   into.fragments += more.fragments;
-  into.algorithm += (into.algorithm.empty() ? "" : "+") + more.algorithm;
 }
 
 }  // namespace strata::sim

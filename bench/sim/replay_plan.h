@@ -25,7 +25,6 @@ struct ReplayFlow {
 struct ReplayPlan {
   std::vector<ReplayFlow> flows;
   std::vector<uint32_t> phaseEnd;  // phase p holds flows [phaseEnd[p-1], phaseEnd[p])
-  std::string algorithm;
   // Messages the replay will send: each flow's bytes cut as the executor cuts them.
   uint64_t fragments = 0;
 };

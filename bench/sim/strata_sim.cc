@@ -63,7 +63,6 @@ struct CellResult {
   double us = -1;          // simulated time of the slowest rank
   double wallS = 0;        // host time the simulation took
   uint64_t messages = 0;   // fragments replayed
-  char algorithm[32] = {};
   char skipped[240] = {};  // why the cell was not simulated
 };
 
@@ -136,7 +135,6 @@ CellResult simulateCalls(const std::vector<Call>& calls, const std::string& forc
                  toReplayPlan(buildCollectivePlan(argsFor(c.coll, c.count, so.dtype, r, topo, mo.chunk), desc, cfg)));
   }
   for (const ReplayPlan& p : in.plans) res.messages += p.fragments;
-  std::snprintf(res.algorithm, sizeof res.algorithm, "%s", in.plans[0].algorithm.c_str());
   if (so.lateRank >= 0 && so.lateRank < n) {
     in.startDelayS.assign(size_t(n), 0);
     in.startDelayS[size_t(so.lateRank)] = so.lateUs * 1e-6;
@@ -206,11 +204,10 @@ std::string tryPlatform(const PlatformSpec& spec) {
 }
 
 // How big a replay is, from rank 0's plan (ranks play symmetric parts): the
-// messages all ranks send, and the phases a rank runs one after the other.
+// messages all ranks send, and what a rank moves in an average phase.
 struct ReplaySize {
   uint64_t messages = 0;
-  double phases = 0;
-  double bytesPerPhase = 0;  // what rank 0 moves in an average phase
+  double bytesPerPhase = 0;
 };
 ReplaySize replaySize(Coll coll, size_t count, const std::string& algo, const Topology& topo,
                       const ModelOptions& mo, const SimOptions& so) {
@@ -225,7 +222,7 @@ ReplaySize replaySize(Coll coll, size_t count, const std::string& algo, const To
   double bytes = 0;
   for (const ReplayFlow& f : plan.flows) bytes += double(f.bytes);
   const double phases = double(plan.phaseEnd.size());
-  return {plan.fragments * uint64_t(topo.nranks()), phases, phases > 0 ? bytes / phases : 0};
+  return {plan.fragments * uint64_t(topo.nranks()), phases > 0 ? bytes / phases : 0};
 }
 
 // One (size, algorithm) on `nodes` nodes. A replay above --max-messages
@@ -246,8 +243,7 @@ CellResult simulate(Coll coll, size_t count, const std::string& algo, int nodes,
   };
   Topology topo = makeCluster(nodes, mo.perNode, mo);
   const ReplaySize whole = replaySize(coll, count, algo, topo, mo, so);
-  const uint64_t messages = whole.messages;
-  if (messages <= so.maxMessages && !so.forceReduced) return full(nodes, count);
+  if (whole.messages <= so.maxMessages && !so.forceReduced) return full(nodes, count);
   // The count on m nodes: as given (scale 0), scaled with the nodes (1) or against them (-1).
   auto countAt = [&](int m, int scale) {
     if (scale > 0) return std::max<size_t>(1, count * size_t(m) / size_t(nodes));
@@ -306,7 +302,7 @@ CellResult simulate(Coll coll, size_t count, const std::string& algo, int nodes,
   CellResult r;
   std::snprintf(r.skipped, sizeof r.skipped,
                 "about %llu messages, above --max-messages %llu, and no smaller cluster to extrapolate from",
-                static_cast<unsigned long long>(messages), static_cast<unsigned long long>(so.maxMessages));
+                static_cast<unsigned long long>(whole.messages), static_cast<unsigned long long>(so.maxMessages));
   return r;
 }
 
