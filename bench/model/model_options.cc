@@ -27,6 +27,17 @@ long parsePositive(const char* text, const char* tool, const char* usage, const 
 
 }  // namespace
 
+std::vector<std::string> splitComma(const std::string& s) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  for (;;) {
+    size_t c = s.find(',', at);
+    out.push_back(s.substr(at, c == std::string::npos ? std::string::npos : c - at));
+    if (c == std::string::npos) return out;
+    at = c + 1;
+  }
+}
+
 size_t parseSizeFlag(const char* text, const char* tool, const char* flag) {
   char* end = nullptr;
   double v = std::strtod(text, &end);
@@ -67,15 +78,8 @@ void parseModelOptions(int argc, char** argv, const char* tool, const char* usag
       if (a == "--coll") o.coll = next();
       else if (a == "--nodes") {
         o.nodes.clear();
-        std::string list = next();
-        size_t at = 0;
-        while (at <= list.size()) {
-          size_t comma = list.find(',', at);
-          std::string tok = list.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+        for (const std::string& tok : splitComma(next()))
           o.nodes.push_back(int(parsePositive(tok.c_str(), tool, usage, "--nodes")));
-          if (comma == std::string::npos) break;
-          at = comma + 1;
-        }
       } else if (a == "--per-node") o.perNode = int(parsePositive(next(), tool, usage, a));
       else if (a == "--intra") o.intra = parseLinkParams(next(), "--intra");
       else if (a == "--inter") o.inter = parseLinkParams(next(), "--inter");

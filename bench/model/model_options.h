@@ -36,6 +36,9 @@ using ExtraFlag = std::function<bool(const std::string& flag, const std::functio
 void parseModelOptions(int argc, char** argv, const char* tool, const char* usage, ModelOptions& o,
                        const ExtraFlag& extra = {});
 
+// "a,b,c" -> {"a", "b", "c"} (one empty item for "").
+std::vector<std::string> splitComma(const std::string& s);
+
 // "64K", "1M", "2G" or a plain number of bytes; exits with status 2 naming
 // `flag` when `text` is not a size.
 size_t parseSizeFlag(const char* text, const char* tool, const char* flag);

@@ -66,17 +66,6 @@ struct CellResult {
   char skipped[240] = {};  // why the cell was not simulated
 };
 
-std::vector<std::string> splitComma(const std::string& s) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  for (;;) {
-    size_t c = s.find(',', at);
-    out.push_back(s.substr(at, c == std::string::npos ? std::string::npos : c - at));
-    if (c == std::string::npos) return out;
-    at = c + 1;
-  }
-}
-
 CollArgs argsFor(Coll coll, size_t count, strataDataType_t dtype, int rank, const Topology& topo, size_t chunk) {
   CollArgs a;
   a.coll = coll;
