@@ -1,5 +1,6 @@
 // Shared pieces of the transport layer: the default trySend, frame codecs and
 // the registry of transports.
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
@@ -22,6 +23,15 @@ size_t Channel::trySend(const void* src, size_t n) {
   std::memcpy(s.data, src, s.size);
   commitSend(s.size);
   return s.size;
+}
+
+size_t Channel::tryRecvInto(uint8_t* dst, size_t n) {
+  ConstSpan s = peekRecv();
+  n = std::min(n, s.size);
+  if (n == 0) return 0;
+  std::memcpy(dst, s.data, n);
+  consumeRecv(n);
+  return n;
 }
 
 void encodeFrameHeader(FrameType type, uint32_t length, uint8_t out[kFrameHeaderBytes]) {

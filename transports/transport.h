@@ -53,11 +53,21 @@ class Channel {
   // Sends up to n bytes from src (continuing the same packet across calls
   // where the transport streams); returns how many were taken.
   virtual size_t trySend(const void* src, size_t n);
+  // trySend for bytes the caller leaves unchanged until sendBuffersLent() is
+  // false: a transport may lend them instead of copying (shm single copy).
+  virtual size_t trySendStable(const void* src, size_t n) { return trySend(src, n); }
+  // Whether bytes passed to trySendStable are still to be read by the peer.
+  // Throws if the peer is gone before reading them.
+  virtual bool sendBuffersLent() { return false; }
 
   // Received bytes of the current packet not yet consumed; empty if none yet.
   // Throws strataRemoteError (or the peer's abort code) if none will come.
   virtual ConstSpan peekRecv() = 0;
   virtual void consumeRecv(size_t n) = 0;
+  // Copies up to n received bytes of the current packet to dst and consumes
+  // them; returns how many (0: none yet). A transport may read them straight
+  // from where the peer lent them (shm single copy), with no copy in between.
+  virtual size_t tryRecvInto(uint8_t* dst, size_t n);
 
   // Pushes buffered I/O. Returns true if bytes moved.
   virtual bool progress() = 0;

@@ -95,6 +95,7 @@ Flow& Plan::add(const Flow& f) {
 
 void Plan::seal() {
   markDescriptors();
+  markLending();
   std::set<int> all;
   for (const Flow& f : flows) {
     if (f.peer >= 0) all.insert(f.peer);

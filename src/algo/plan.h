@@ -56,6 +56,10 @@ struct Flow {
   uint16_t op = 0;          // index into Plan::ops (the operation this flow serves)
   bool sendsDesc = false;   // first bytes this op sends to (forward)peer: the descriptor
   bool expectsDesc = false; // first bytes this op receives from peer: the descriptor
+  // The bytes this flow sends (its source, or for a forward its destination)
+  // stay unchanged for the rest of the operation: a transport may lend them
+  // to the peer instead of copying them (shm single copy). Set by seal().
+  bool lends = false;
 };
 
 enum class Coll : uint8_t {
@@ -121,7 +125,14 @@ struct Plan {
 
   // Marks the first flow per (op, peer, direction) to carry the descriptor.
   void markDescriptors();
-  // Call once the flows are final: marks descriptors and collects peers.
+  // Marks the flows whose sent bytes no later phase overwrites (Flow::lends;
+  // plan_lending.cc) and the extents of the send and receive buffers.
+  void markLending();
+  // Bytes of the send / receive buffer the flows touch (from offset 0): the
+  // executor lends from the send buffer only where it does not overlap the
+  // receive buffer (an in-place call), since the analysis keeps them apart.
+  size_t sendExtent = 0, recvExtent = 0;
+  // Call once the flows are final: marks descriptors and lending, collects peers.
   void seal();
 };
 

@@ -41,6 +41,9 @@ struct Config {
   size_t chunkBytes = 524288;      // STRATA_CHUNK_BYTES: pipeline slice per ring step
   size_t shmSlotBytes = 524288;    // STRATA_SHM_SLOT_BYTES
   int shmSlots = 8;                // STRATA_SHM_SLOTS
+  // Single copy between ranks of one host (transports/shm/single_copy.h).
+  bool shmSingleCopy = true;       // STRATA_SHM_SINGLE_COPY=0: always through the ring
+  size_t shmSingleCopyBytes = 0;   // STRATA_SHM_SINGLE_COPY_BYTES: from this packet size (0: measured)
   size_t tcpBufferBytes = 4 << 20; // STRATA_TCP_BUFFER_BYTES: user-space staging per socket
   int tcpSockets = 2;              // STRATA_TCP_SOCKETS: connections per peer (1..16)
   // STRATA_FUSION_THRESHOLD: largest fused buffer (0: no fusion of grouped collectives).

@@ -58,6 +58,7 @@ struct FlowState {
   // Bytes of a packet sent straight from a piece (trySend) that the link has
   // not taken yet: the next calls must continue exactly that packet.
   size_t frameLeft = 0;
+  size_t landed = 0;  // stepLand: bytes received into dst (done: bytes forwarded)
   bool descSent = false, descChecked = false, finished = false;
   Cursor src, dst;
 };
@@ -68,6 +69,10 @@ class PlanRunner {
       : comm_(comm), plan_(plan), bufs_(bufs), waiter_(comm, comm.timeoutMs(), probe, plan.ops.empty() ? nullptr : &plan.ops[0]),
         probe_(probe), tracing_(kTracingBuilt && probe && probe->tracing) {
     scratch_ = plan.scratchBytes ? comm.scratch(plan.scratchBytes) : nullptr;
+    const auto* send = static_cast<const uint8_t*>(bufs.send);
+    const auto* recv = static_cast<const uint8_t*>(bufs.recv);
+    lendFromSend_ = !bufs.p2p && !bufs.sendPieces && !bufs.recvPieces && send &&
+                    (!recv || send + plan.sendExtent <= recv || recv + plan.recvExtent <= send);
   }
 
   void run() {
@@ -181,6 +186,13 @@ class PlanRunner {
     return false;
   }
 
+  // Whether flow f may lend the bytes it sends from `from` (its source or its
+  // destination): the plan says they stay unchanged (Flow::lends) and the
+  // buffer is not one an in-place call shares.
+  bool lends(const Flow& f, Ref from) const {
+    return f.lends && !bufs_.p2p && (from.buf != Buf::kSend || lendFromSend_);
+  }
+
   bool pushDesc(Channel& ch, const Flow& f, FlowState& st) {
     Span s = ch.acquireSend(kOpDescBytes);
     if (s.size < kOpDescBytes) return false;
@@ -263,12 +275,12 @@ class PlanRunner {
       size_t run = kUnbounded;
       const uint8_t* at = st.src.segmented() ? st.src.at(st.done, &run) : st.src.base + st.done;
       if (!st.src.segmented()) {
-        n = ch.trySend(at, want);
+        n = lends(f, f.src) ? ch.trySendStable(at, want) : ch.trySend(at, want);
       } else if (st.frameLeft || run >= std::min(want, kDirectRunBytes)) {
         // One piece holds this packet's bytes (a packet never spans pieces:
         // trySend may take it over several calls, each continuing it).
         size_t len = st.frameLeft ? st.frameLeft : wholeElements(st.done, std::min(want, run));
-        n = len ? ch.trySend(at, len) : 0;
+        n = !len ? 0 : lends(f, f.src) ? ch.trySendStable(at, len) : ch.trySend(at, len);
         st.frameLeft = len - n;
       } else {
         // The source is in pieces: gather them into one packet, so a fused
@@ -302,7 +314,10 @@ class PlanRunner {
       if (!pushDesc(*out, f, st)) return moved;
       moved = true;
     }
-    if (out && !f.reduce && !(f.finalize && plan_.redop == strataAvg) && (!f.sendsDesc || st.descSent))
+    const bool plainData = !f.reduce && !(f.finalize && plan_.redop == strataAvg);
+    if (in && plainData && st.dst.base && !st.dst.segmented() && (!out || !f.sendsDesc || st.descSent))
+      return stepLand(f, st, *in, out) || moved;
+    if (out && plainData && (!f.sendsDesc || st.descSent))
       return stepForward(f, st, in, *out) || moved;
     const size_t elem = plan_.elemSize;
     // The descriptor rides in front of the first forwarded fragment.
@@ -366,6 +381,36 @@ class PlanRunner {
     return moved;
   }
 
+  // Plain data received into one contiguous destination: it lands there
+  // straight from the link (tryRecvInto: over shm single copy, from the
+  // sender's own buffer) and, with a forward peer, goes on from there
+  // (trySendStable: the next rank may read it from this rank's buffer).
+  // st.landed counts the bytes in dst, st.done the bytes forwarded.
+  bool stepLand(const Flow& f, FlowState& st, Channel& in, Channel* out) {
+    bool moved = false;
+    st.landed = std::max(st.landed, st.done);  // the first fragment went with the descriptor, landed and forwarded
+    for (;;) {
+      // Forward the whole elements landed so far (a stream link may deliver
+      // part of one); then receive more.
+      const size_t n = out ? wholeElements(st.done, std::min(st.landed - st.done, kMaxFragment)) : 0;
+      if (n > 0) {
+        const uint8_t* from = st.dst.base + st.done;
+        const size_t sent = lends(f, f.dst) ? out->trySendStable(from, n) : out->trySend(from, n);
+        st.done += sent;
+        moved |= sent > 0;
+        if (sent < n) break;  // the link is full
+        continue;
+      }
+      if (st.landed == f.bytes) break;
+      const size_t got = in.tryRecvInto(st.dst.base + st.landed, std::min(f.bytes - st.landed, kMaxFragment));
+      if (got == 0) break;
+      st.landed += got;
+      if (!out) st.done = st.landed;
+      moved = true;
+    }
+    return moved;
+  }
+
   // A value that is plain data (no reduction) is forwarded with trySend from
   // where it already lies (the source, or dst after the copy), so a TCP link
   // sends it without a staging copy. Only what the link took is consumed.
@@ -406,17 +451,21 @@ class PlanRunner {
         n = st.frameLeft ? st.frameLeft : wholeElements(st.done, std::min(n, srcRun));
         if (n == 0) break;
       }
+      // Lent only from this rank's buffers (not the incoming link's memory,
+      // released as it is consumed): the source, or dst after the copy.
+      Ref lentFrom = in ? Ref{} : f.src;
       if (st.dst.valid()) {
         size_t dstRun;
         uint8_t* dst = st.dst.at(st.done, &dstRun);
         if (dstRun >= n) {
           if (dst != from) std::memcpy(dst, from, n);
           from = dst;
+          lentFrom = f.dst;
         } else {
           scatter(st.dst, st.done, from, n);
         }
       }
-      size_t sent = out.trySend(from, n);
+      size_t sent = lentFrom.valid() && lends(f, lentFrom) ? out.trySendStable(from, n) : out.trySend(from, n);
       if (localPieces) st.frameLeft = n - sent;
       if (sent == 0) break;
       if (in) in->consumeRecv(sent);
@@ -435,9 +484,16 @@ class PlanRunner {
           waiter_.progressed();
         } else {
           waiter_.idle([&] {
-            return WaitState{format("sending the last bytes to rank %d", p), false};
+            return WaitState{format("was sending the last bytes to rank %d", p), false};
           });
         }
+      }
+      // Bytes lent to the peer (shm single copy) are the caller's again only
+      // once it has read them.
+      while (ch.sendBuffersLent()) {
+        waiter_.idle([&] {
+          return WaitState{format("was waiting for rank %d to read the bytes this rank lent it (single copy)", p), false};
+        });
       }
     }
   }
@@ -499,6 +555,10 @@ class PlanRunner {
   Waiter waiter_;
   ExecProbe* probe_;
   const bool tracing_;
+  // Whether flows may lend from the send buffer: not in place (the plan's
+  // lending analysis keeps the send and receive buffers apart), not in
+  // pieces (fusion: they may alias), not point to point.
+  bool lendFromSend_ = false;
   bool tracing() const { return kTracingBuilt && tracing_; }
   int64_t kernelUs_ = 0;  // reduce / copy time of the current phase (tracing)
   uint8_t* scratch_ = nullptr;

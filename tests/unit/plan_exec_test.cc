@@ -115,3 +115,59 @@ TEST(PlanShape, RingAllReduceMovesTwoNMinusOneOverNOfTheData) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+// Flow::lends (plan_lending.cc): a flow lends the bytes it sends only when no
+// later phase writes any of them; point-to-point plans never lend.
+TEST(PlanLending, AFlowLendsOnlyBytesNoLaterPhaseWrites) {
+  Plan plan;
+  plan.ops.push_back(OpDesc{});
+  plan.ops[0].coll = Coll::kAllGather;
+  auto send = [](Buf b, size_t offset, size_t bytes) {
+    Flow f;
+    f.kind = FlowKind::kSend;
+    f.peer = 1;
+    f.src = {b, offset};
+    f.bytes = bytes;
+    return f;
+  };
+  auto recv = [](Buf b, size_t offset, size_t bytes, int forward) {
+    Flow f;
+    f.kind = FlowKind::kRecv;
+    f.peer = 1;
+    f.dst = {b, offset};
+    f.forwardPeer = forward;
+    f.bytes = bytes;
+    return f;
+  };
+  plan.beginPhase();
+  plan.add(send(Buf::kRecv, 0, 100));    // 0: overwritten by flow 4
+  plan.add(send(Buf::kRecv, 200, 100));  // 1: nothing writes 200..300 later
+  plan.add(send(Buf::kScratch, 0, 64));  // 2: scratch reused by flow 5 (a strided write)
+  plan.beginPhase();
+  plan.add(recv(Buf::kRecv, 400, 50, 2));  // 3: forwards what it received; final
+  plan.add(recv(Buf::kRecv, 99, 1, -1));   // 4: writes byte 99
+  Flow strided = recv(Buf::kScratch, 100, 30, -1);
+  strided.runs = 3;
+  strided.dstStride = 1000;  // bytes 100..110, 1100..1110, 2100..2110: spans 100..2110
+  plan.add(strided);
+  plan.add(send(Buf::kScratch, 64, 36));  // 6: 64..100, just before the strided write's span
+  plan.seal();
+  EXPECT_FALSE(plan.flows[0].lends);
+  EXPECT_TRUE(plan.flows[1].lends);
+  EXPECT_TRUE(plan.flows[2].lends) << "scratch 0..64 lies before the strided span";
+  EXPECT_TRUE(plan.flows[3].lends);
+  EXPECT_TRUE(plan.flows[6].lends) << "a write of the same phase does not count";
+  EXPECT_EQ(plan.recvExtent, 450u);
+  plan.flows[5].dst.offset = 50;  // now it covers 50..2060, including scratch 0..64's tail
+  plan.seal();
+  EXPECT_FALSE(plan.flows[2].lends);
+  plan.ops[0].coll = Coll::kSend;
+  plan.seal();
+  EXPECT_FALSE(plan.flows[1].lends) << "point-to-point plans never lend";
+}
+
+}  // namespace
+}  // namespace strata

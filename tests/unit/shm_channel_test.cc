@@ -28,7 +28,8 @@ struct ShmPair {
   Config config;
   std::unique_ptr<Channel> a, b;
 
-  ShmPair() {
+  explicit ShmPair(size_t singleCopyBytes = 0) {
+    config.shmSingleCopyBytes = singleCopyBytes;
     config.shmSlotBytes = kSlotBytes;
     config.shmSlots = kSlots;
     LinkContext ca, cb;
@@ -130,6 +131,67 @@ TEST(ShmChannel, ClosedPeerIsReportedAfterItsLastPacket) {
     FAIL() << "a closed peer with nothing left to read was not reported";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), strataRemoteError) << e.what();
+  }
+}
+
+// Single copy: a packet from the sender's own memory is lent (one slot says
+// where it lies), read straight into the receiver's buffer or through the
+// receiver's small buffer by peek, and the sender's buffer stays lent until
+// the whole packet is consumed. Ends of one process read each other like two.
+TEST(ShmChannel, LentPacketsAreReadFromTheSendersMemory) {
+  ShmPair link(/*singleCopyBytes=*/1000);
+  std::mt19937 rng(11);
+  std::vector<uint8_t> big(300 * 1024 + 5), small(999);  // a packet larger than a slot; one below the threshold
+  for (uint8_t& x : big) x = uint8_t(rng());
+  for (uint8_t& x : small) x = uint8_t(rng());
+  EXPECT_FALSE(link.b->sendBuffersLent());
+  ASSERT_EQ(link.b->trySendStable(big.data(), big.size()), big.size()) << "a lent packet is taken whole";
+  ASSERT_EQ(link.b->trySendStable(small.data(), small.size()), small.size())
+      << "below the threshold the bytes are copied into the ring";
+  ASSERT_EQ(link.b->trySendStable(big.data(), big.size()), big.size());
+  EXPECT_TRUE(link.b->sendBuffersLent());
+  // Packet 1: straight into place, in two reads.
+  std::vector<uint8_t> got(big.size());
+  ASSERT_EQ(link.a->tryRecvInto(got.data(), 1000), 1000u);
+  ASSERT_EQ(link.a->tryRecvInto(got.data() + 1000, got.size()), got.size() - 1000);
+  EXPECT_EQ(got, big);
+  // Packet 2 came through the ring: copied, not lent.
+  std::vector<uint8_t> copied = receiveOne(*link.a);
+  EXPECT_EQ(copied, small);
+  EXPECT_TRUE(link.b->sendBuffersLent()) << "the last lent packet is not read yet";
+  // Packet 3: peeked in pieces (a reducing receiver), half then the rest.
+  std::vector<uint8_t> peeked;
+  while (peeked.size() < big.size()) {
+    ConstSpan in = link.a->peekRecv();
+    ASSERT_GT(in.size, 0u);
+    size_t take = in.size > 1 && peeked.empty() ? in.size / 2 : in.size;
+    peeked.insert(peeked.end(), in.data, in.data + take);
+    link.a->consumeRecv(take);
+  }
+  EXPECT_EQ(peeked, big);
+  EXPECT_FALSE(link.b->sendBuffersLent()) << "every lent packet was read";
+}
+
+TEST(ShmChannel, ALentRegionThatCannotBeReadIsRefused) {
+  ShmPair link(/*singleCopyBytes=*/1);
+  std::vector<uint8_t> buffer(4096, 7);
+  ASSERT_EQ(link.b->trySendStable(buffer.data(), buffer.size()), buffer.size());
+  std::vector<uint8_t> got(buffer.size());
+  ASSERT_EQ(link.a->tryRecvInto(got.data(), got.size()), got.size());
+  EXPECT_EQ(got, buffer);
+  // A misbehaving peer lends a region at address 8, which nothing maps:
+  // EFAULT, reported as the peer's fault.
+  ASSERT_EQ(link.b->trySendStable(buffer.data(), buffer.size()), buffer.size());
+  Span next = link.b->acquireSend(8);  // the next slot, right after the region's
+  ASSERT_NE(next.data, nullptr);
+  auto* lent = reinterpret_cast<ShmLentRegion*>(next.data - shmSlotStride(kSlotBytes));
+  lent->address = 8;
+  try {
+    link.a->tryRecvInto(got.data(), got.size());
+    FAIL() << "an unreadable lent region was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), strataRemoteError);
+    EXPECT_NE(std::strstr(e.what(), "rank 1 lent"), nullptr) << e.what();
   }
 }
 

@@ -7,6 +7,12 @@
 // the word of the slot it expects next, reads, and releases the slot by
 // storing consumed+1 in the segment header, which the writer reads only when
 // the ring looks full.
+//
+// A slot may instead hold a lent region (single copy, single_copy.h): the
+// word's kLentRegion bit is set and the payload is a ShmLentRegion, where the
+// bytes lie in the writer's memory. The reader reads them from there and
+// releases the slot when it has read them all, which is what gives the
+// writer its buffer back.
 #pragma once
 
 #include <atomic>
@@ -22,7 +28,17 @@ struct ShmRingHeader {
   alignas(64) std::atomic<uint64_t> consumed;  // packets the reader has released
   alignas(64) uint64_t slotBytes;              // payload capacity of a slot
   uint32_t slots;
+  // Set by the reader (the segment's owner) once it has read the writer's
+  // memory at set-up: the writer may then lend regions.
+  alignas(64) std::atomic<uint32_t> readerReadsWriterMemory;
 };
+
+// A lent region's slot payload: the bytes' address in the writer and length.
+struct ShmLentRegion {
+  uint64_t address;
+  uint64_t bytes;
+};
+constexpr uint64_t kLentRegion = uint64_t(1) << 31;  // in the slot word's length half
 
 struct ShmSlotHeader {
   std::atomic<uint64_t> word;  // (packet number + 1) << 32 | length; 0 before the first use
@@ -31,7 +47,10 @@ struct ShmSlotHeader {
 constexpr size_t kShmHeaderBytes = (sizeof(ShmRingHeader) + 4095) & ~size_t(4095);
 
 inline size_t shmSlotStride(size_t slotBytes) { return (kShmSlotHeaderBytes + slotBytes + 63) & ~size_t(63); }
-inline uint64_t shmSlotWord(uint64_t packet, size_t bytes) { return ((packet + 1) << 32) | uint64_t(uint32_t(bytes)); }
+// `bytes` < 2^31; `flags` 0 or kLentRegion.
+inline uint64_t shmSlotWord(uint64_t packet, size_t bytes, uint64_t flags = 0) {
+  return ((packet + 1) << 32) | uint64_t(uint32_t(bytes)) | flags;
+}
 
 // A mapped inbox segment (ours or the peer's). Unmaps on destruction. The
 // geometry is read once when mapped (a peer cannot change it later).
@@ -46,6 +65,7 @@ class ShmSegment {
   // Maps the peer's existing segment.
   void open(const char* name);
   ShmRingHeader* header() const { return static_cast<ShmRingHeader*>(base_); }
+  const void* base() const { return base_; }
   uint32_t slots() const { return slots_; }
   size_t slotBytes() const { return slotBytes_; }
   ShmSlotHeader* slotHeader(uint64_t packet) const {

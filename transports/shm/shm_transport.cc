@@ -5,7 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
+#include <mutex>
+#include <set>
+#include <vector>
 #include <cerrno>
 #include <cstring>
 
@@ -14,6 +19,7 @@
 #include "transports/liveness.h"
 #include "transports/net/transport_choice.h"
 #include "transports/shm/shm_ring.h"
+#include "transports/shm/single_copy.h"
 
 namespace strata {
 
@@ -43,6 +49,7 @@ void ShmSegment::create(const char* name, size_t slotBytes, int slots) {
   h->consumed.store(0);
   h->slotBytes = slotBytes;
   h->slots = uint32_t(slots);
+  h->readerReadsWriterMemory.store(0);
   adoptGeometry(uint32_t(slots), slotBytes);
   for (int i = 0; i < slots; ++i) new (slotHeader(uint64_t(i))) ShmSlotHeader{{0}};
 }
@@ -64,30 +71,64 @@ void ShmSegment::open(const char* name) {
   }
   ShmRingHeader* h = header();
   adoptGeometry(h->slots, h->slotBytes);
-  if (slots_ < 2 || slots_ > kMaxShmSlots || slotBytes_ == 0 || slotBytes_ > (size_t(1) << 31) ||
+  if (slots_ < 2 || slots_ > kMaxShmSlots || slotBytes_ == 0 || slotBytes_ >= kLentRegion ||
       kShmHeaderBytes + stride_ * slots_ > bytes_)
     fail(strataSystemError, "the peer's shared memory %s has an invalid layout", name);
 }
 
 namespace {
 
+// Logs how single copy was decided, once per process and distinct decision
+// (every shm link decides, and most decide alike).
+void logSingleCopy(const std::string& why) {
+  static std::mutex mutex;
+  static std::set<std::string> logged;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (logged.insert(why).second) STRATA_INFO("shm single copy: %s", why.c_str());
+}
+
+// What a side tells its peer at set-up: its inbox's name, then (single copy)
+// its pid and where its inbox is mapped in its own address space, so that the
+// peer can check it may read this process's memory.
+struct ShmSetup {
+  std::string inboxName;
+  uint64_t pid = 0;
+  uint64_t inboxAddress = 0;
+};
+
+SetupBlob encodeSetup(const ShmSetup& s) {
+  SetupBlob b(s.inboxName.begin(), s.inboxName.end());
+  b.push_back(0);
+  const size_t at = b.size();
+  b.resize(at + 16);
+  std::memcpy(b.data() + at, &s.pid, 8);
+  std::memcpy(b.data() + at + 8, &s.inboxAddress, 8);
+  return b;
+}
+
+bool decodeSetup(const SetupBlob& b, ShmSetup* s) {
+  auto nul = std::find(b.begin(), b.end(), uint8_t(0));
+  if (nul == b.end() || size_t(b.end() - nul) != 17) return false;
+  s->inboxName.assign(b.begin(), nul);
+  std::memcpy(&s->pid, &*nul + 1, 8);
+  std::memcpy(&s->inboxAddress, &*nul + 9, 8);
+  const std::string& n = s->inboxName;
+  return !n.empty() && n[0] == '/' && n.find('/', 1) == std::string::npos && n.size() <= 255;
+}
+
 class ShmChannel : public LivenessChannel {
  public:
+  // `lendFrom`: packets from this size on are lent (single copy) once the
+  // peer has said it can read this process; kSingleCopyNever: never.
   ShmChannel(std::unique_ptr<ShmSegment> inbox, std::unique_ptr<ShmSegment> outbox, Fd socket,
-             int peer)
-      : LivenessChannel(std::move(socket), peer), inbox_(std::move(inbox)), outbox_(std::move(outbox)) {}
+             int peer, pid_t peerPid, size_t lendFrom)
+      : LivenessChannel(std::move(socket), peer), inbox_(std::move(inbox)), outbox_(std::move(outbox)),
+        peerPid_(peerPid), lendFrom_(lendFrom) {}
 
   const char* transportName() const override { return "shm"; }
 
   Span acquireSend(size_t maxBytes) override {
-    if (produced_ - peerConsumed_ >= outbox_->slots()) {
-      // Looks full: only now read what the peer has released (its line).
-      peerConsumed_ = outbox_->header()->consumed.load(std::memory_order_acquire);
-      if (produced_ - peerConsumed_ >= outbox_->slots()) {
-        if (live_.gone()) live_.throwIfGone();
-        return {};
-      }
-    }
+    if (!slotFree()) return {};
     size_t capacity = outbox_->slotBytes();
     return {outbox_->payload(produced_), maxBytes < capacity ? maxBytes : capacity};
   }
@@ -97,13 +138,49 @@ class ShmChannel : public LivenessChannel {
     ++produced_;
   }
 
+  // Large packets from memory the caller keeps are lent: one slot says where
+  // they lie and the peer reads them from there.
+  size_t trySendStable(const void* src, size_t n) override {
+    if (n < lendFrom_ || !peerReadsUs()) return trySend(src, n);
+    if (!slotFree()) return 0;
+    n = std::min<size_t>(n, kMaxLentBytes);
+    ShmLentRegion region{reinterpret_cast<uint64_t>(src), n};
+    std::memcpy(outbox_->payload(produced_), &region, sizeof region);
+    outbox_->slotHeader(produced_)->word.store(shmSlotWord(produced_, sizeof region, kLentRegion),
+                                               std::memory_order_release);
+    lentUntil_ = ++produced_;
+    return n;
+  }
+
+  bool sendBuffersLent() override {
+    if (lentUntil_ <= peerConsumed_) return false;
+    peerConsumed_ = outbox_->header()->consumed.load(std::memory_order_acquire);
+    if (lentUntil_ <= peerConsumed_) return false;
+    if (live_.gone()) live_.throwIfGone();
+    return true;
+  }
+
   ConstSpan peekRecv() override {
-    if (length_ == kNoPacket && !takePacket()) {
-      if (!live_.gone()) return {};
-      // The peer may have published its last packet before closing: look once more.
-      if (!takePacket()) live_.throwIfGone();
+    if (!havePacket()) return {};
+    if (!lent_) return {inbox_->payload(consumed_) + offset_, length_ - offset_};
+    // A lent region read by a consumer that wants it in memory (a reduction,
+    // a forward): in pieces into a buffer of this side's that stays in cache.
+    if (offset_ >= bouncedFrom_ + bounced_) {
+      bounced_ = std::min(length_ - offset_, kBounceBytes);
+      bounce_.resize(kBounceBytes);
+      readPeerMemory(peerPid_, lentAddress_ + offset_, bounce_.data(), bounced_, live_.peer());
+      bouncedFrom_ = offset_;
     }
-    return {inbox_->payload(consumed_) + offset_, length_ - offset_};
+    return {bounce_.data() + (offset_ - bouncedFrom_), bouncedFrom_ + bounced_ - offset_};
+  }
+
+  size_t tryRecvInto(uint8_t* dst, size_t n) override {
+    if (!havePacket()) return 0;
+    if (!lent_ || offset_ < bouncedFrom_ + bounced_) return Channel::tryRecvInto(dst, n);
+    n = std::min(n, length_ - offset_);
+    readPeerMemory(peerPid_, lentAddress_ + offset_, dst, n, live_.peer());
+    consumeRecv(n);
+    return n;
   }
 
   void consumeRecv(size_t n) override {
@@ -111,6 +188,8 @@ class ShmChannel : public LivenessChannel {
     if (offset_ >= length_) {
       offset_ = 0;
       length_ = kNoPacket;
+      lent_ = false;
+      bouncedFrom_ = bounced_ = 0;
       inbox_->header()->consumed.store(++consumed_, std::memory_order_release);
     }
   }
@@ -119,55 +198,123 @@ class ShmChannel : public LivenessChannel {
 
  private:
   static constexpr size_t kNoPacket = ~size_t(0);
+  static constexpr size_t kMaxLentBytes = size_t(1) << 30;
+  static constexpr size_t kBounceBytes = 256 * 1024;
+
+  // Whether the next slot of the peer's inbox may be written.
+  bool slotFree() {
+    if (produced_ - peerConsumed_ < outbox_->slots()) return true;
+    // Looks full: only now read what the peer has released (its line).
+    peerConsumed_ = outbox_->header()->consumed.load(std::memory_order_acquire);
+    if (produced_ - peerConsumed_ < outbox_->slots()) return true;
+    if (live_.gone()) live_.throwIfGone();
+    return false;
+  }
+
+  // Whether the peer has said it can read this process's memory (it says so
+  // once, at set-up, in its inbox's header).
+  bool peerReadsUs() {
+    if (!peerReadsUs_)
+      peerReadsUs_ = outbox_->header()->readerReadsWriterMemory.load(std::memory_order_acquire) != 0;
+    return peerReadsUs_;
+  }
+
+  // Whether a packet is there to read (sets length_); throws if none will come.
+  bool havePacket() {
+    if (length_ != kNoPacket || takePacket()) return true;
+    if (!live_.gone()) return false;
+    // The peer may have published its last packet before closing: look once more.
+    if (!takePacket()) live_.throwIfGone();
+    return true;
+  }
 
   // Whether packet consumed_ has been published; sets length_ if so.
   bool takePacket() {
     uint64_t word = inbox_->slotHeader(consumed_)->word.load(std::memory_order_acquire);
     if (word >> 32 != ((consumed_ + 1) & 0xffffffffu)) return false;
-    size_t length = size_t(word & 0xffffffffu);
+    size_t length = size_t(word & (kLentRegion - 1));
     if (length > inbox_->slotBytes())
       fail(strataRemoteError, "rank %d wrote a %zu-byte packet into a %zu-byte shared-memory slot", live_.peer(),
            length, inbox_->slotBytes());
+    if (word & kLentRegion) {
+      ShmLentRegion region;
+      std::memcpy(&region, inbox_->payload(consumed_), sizeof region);
+      if (length != sizeof region || region.bytes == 0 || region.bytes > kMaxLentBytes || !peerPid_)
+        fail(strataRemoteError, "rank %d lent a region this rank cannot read (%llu bytes)", live_.peer(),
+             (unsigned long long)region.bytes);
+      lent_ = true;
+      lentAddress_ = region.address;
+      length = size_t(region.bytes);
+    }
     length_ = length;
     return true;
   }
 
   std::unique_ptr<ShmSegment> inbox_, outbox_;
+  const pid_t peerPid_;        // 0: this side cannot read the peer (never accepts lent regions)
+  const size_t lendFrom_;      // smallest packet sent as a lent region
+  bool peerReadsUs_ = false;
   uint64_t produced_ = 0;      // packets written to the peer's inbox
   uint64_t peerConsumed_ = 0;  // packets the peer had released when last read
+  uint64_t lentUntil_ = 0;     // packets up to the last lent region (its number + 1)
   uint64_t consumed_ = 0;      // packets consumed from our inbox
   size_t length_ = kNoPacket;  // bytes of packet consumed_, once published
   size_t offset_ = 0;          // bytes consumed of the current packet
+  // The current packet is a lent region at lentAddress_ in the peer; bytes
+  // [bouncedFrom_, bouncedFrom_ + bounced_) of it have been read into bounce_.
+  bool lent_ = false;
+  uint64_t lentAddress_ = 0;
+  size_t bouncedFrom_ = 0, bounced_ = 0;
+  std::vector<uint8_t> bounce_;
 };
 
 class ShmPendingLink : public PendingLink {
  public:
-  ShmPendingLink(std::unique_ptr<ShmSegment> inbox, std::string name, int peer)
-      : inbox_(std::move(inbox)), name_(std::move(name)), peer_(peer) {}
+  ShmPendingLink(std::unique_ptr<ShmSegment> inbox, std::string name, int peer, const Config* config)
+      : inbox_(std::move(inbox)), name_(std::move(name)), peer_(peer), config_(config) {}
   ~ShmPendingLink() override {
     if (inbox_) shm_unlink(name_.c_str());
   }
 
   std::unique_ptr<Channel> finish(Fd socket, const SetupBlob& peerBlob) override {
-    std::string peerName(peerBlob.begin(), peerBlob.end());
-    if (peerName.empty() || peerName[0] != '/' || peerName.find('\0') != std::string::npos ||
-        peerName.find('/', 1) != std::string::npos || peerName.size() > 255)
-      fail(strataRemoteError, "rank %d sent an invalid shared-memory name", peer_);
+    ShmSetup peer;
+    if (!decodeSetup(peerBlob, &peer))
+      fail(strataRemoteError, "rank %d sent an invalid shared-memory set-up", peer_);
     auto outbox = std::make_unique<ShmSegment>();
-    outbox->open(peerName.c_str());
+    outbox->open(peer.inboxName.c_str());
     // Both sides have mapped (the peer mapped ours before replying, or we
     // reply right after this): the names are no longer needed. Unlinking
     // twice is harmless; a crash leaks at most the names of links in setup.
-    shm_unlink(peerName.c_str());
+    shm_unlink(peer.inboxName.c_str());
+    // Single copy: this side reads the peer's memory if it may (tried on the
+    // geometry line of the peer's inbox, which both map) and tells the peer so.
+    std::string why;
+    size_t lendFrom = singleCopyThreshold(*config_, &why);
+    pid_t peerPid = 0;
+    if (config_->shmSingleCopy) {
+      std::string refused;
+      const uint64_t geometry = offsetof(ShmRingHeader, slotBytes);
+      if (canReadPeerMemory(pid_t(peer.pid), peer.inboxAddress + geometry,
+                            static_cast<const uint8_t*>(outbox->base()) + geometry, 16, &refused)) {
+        peerPid = pid_t(peer.pid);
+        inbox_->header()->readerReadsWriterMemory.store(1, std::memory_order_release);
+      } else {
+        // The peer then keeps sending through the ring (it lends only to a
+        // reader that said it can read it).
+        why = "off: " + refused;
+      }
+    }
+    logSingleCopy(why);
     setNonBlocking(socket.get());
-    auto ch = std::make_unique<ShmChannel>(std::move(inbox_), std::move(outbox), std::move(socket), peer_);
-    return ch;
+    return std::make_unique<ShmChannel>(std::move(inbox_), std::move(outbox), std::move(socket), peer_,
+                                        peerPid, lendFrom);
   }
 
  private:
   std::unique_ptr<ShmSegment> inbox_;
   std::string name_;
   int peer_;
+  const Config* config_;
 };
 
 }  // namespace
@@ -185,8 +332,8 @@ std::unique_ptr<PendingLink> ShmTransport::begin(const LinkContext& ctx, SetupBl
   int slots = ctx.config->shmSlots > kMaxShmSlots ? kMaxShmSlots : ctx.config->shmSlots;
   auto inbox = std::make_unique<ShmSegment>();
   inbox->create(name.c_str(), slotBytes, slots);
-  blob->assign(name.begin(), name.end());
-  return std::make_unique<ShmPendingLink>(std::move(inbox), name, ctx.peer);
+  *blob = encodeSetup({name, uint64_t(getpid()), reinterpret_cast<uint64_t>(inbox->base())});
+  return std::make_unique<ShmPendingLink>(std::move(inbox), name, ctx.peer, ctx.config);
 }
 
 }  // namespace strata

@@ -1,0 +1,86 @@
+// Which flows may lend their bytes (Flow::lends): a transport that lends
+// (shm single copy) lets the peer read them from this rank's buffer some time
+// after the flow finished, up to the end of the operation, so they must not
+// change before then. A flow lends when no flow of a later phase writes any
+// byte it sends. Flows of one phase never write what another of the same
+// phase sends (that would race over any transport). Strided flows count as
+// their whole span. Point-to-point plans never lend: a send there may have to
+// finish before its receiver even posts the receive.
+#include <algorithm>
+#include <map>
+
+#include "algo/plan.h"
+
+namespace strata {
+
+namespace {
+
+struct ByteRange {
+  size_t begin = 0, end = 0;
+};
+
+// The bytes a reference of flow f covers, from its first run to its last.
+ByteRange spanOf(Ref r, const Flow& f, size_t stride) {
+  size_t last = f.runs > 1 ? size_t(f.runs - 1) * stride : 0;
+  return {r.offset, r.offset + last + runBytes(f)};
+}
+
+// Disjoint ranges written so far (merged as they come).
+class WrittenBytes {
+ public:
+  void add(ByteRange r) {
+    if (r.begin >= r.end) return;
+    auto it = ranges_.upper_bound(r.begin);
+    if (it != ranges_.begin() && std::prev(it)->second >= r.begin) --it;
+    while (it != ranges_.end() && it->first <= r.end) {
+      r.begin = std::min(r.begin, it->first);
+      r.end = std::max(r.end, it->second);
+      it = ranges_.erase(it);
+    }
+    ranges_[r.begin] = r.end;
+  }
+  bool overlaps(ByteRange r) const {
+    if (r.begin >= r.end) return false;
+    auto it = ranges_.upper_bound(r.begin);
+    if (it != ranges_.begin() && std::prev(it)->second > r.begin) return true;
+    return it != ranges_.end() && it->first < r.end;
+  }
+
+ private:
+  std::map<size_t, size_t> ranges_;  // begin -> end
+};
+
+}  // namespace
+
+void Plan::markLending() {
+  sendExtent = recvExtent = 0;
+  auto extend = [&](Ref r, const Flow& f, size_t stride) {
+    if (r.buf == Buf::kSend) sendExtent = std::max(sendExtent, spanOf(r, f, stride).end);
+    if (r.buf == Buf::kRecv) recvExtent = std::max(recvExtent, spanOf(r, f, stride).end);
+  };
+  for (Flow& f : flows) {
+    f.lends = false;
+    extend(f.src, f, f.srcStride);
+    extend(f.dst, f, f.dstStride);
+  }
+  if (ops.empty() || ops[0].coll == Coll::kSend || ops[0].coll == Coll::kRecv) return;
+  WrittenBytes later[4];  // per Buf: bytes written by the phases after the current one
+  auto safe = [&](Ref r, const Flow& f, size_t stride) {
+    return !r.valid() || !later[size_t(r.buf)].overlaps(spanOf(r, f, stride));
+  };
+  for (size_t p = phases.size(); p-- > 0;) {
+    const Phase& ph = phases[p];
+    for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
+      Flow& f = flows[i];
+      if (f.bytes == 0) continue;
+      if (f.kind == FlowKind::kSend) f.lends = safe(f.src, f, f.srcStride);
+      else if (f.forwardPeer >= 0) f.lends = safe(f.src, f, f.srcStride) && safe(f.dst, f, f.dstStride);
+    }
+    for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
+      const Flow& f = flows[i];
+      if (f.kind != FlowKind::kSend && f.dst.valid() && f.bytes) later[size_t(f.dst.buf)].add(spanOf(f.dst, f, f.dstStride));
+    }
+  }
+}
+
+}  // namespace strata

@@ -1,0 +1,51 @@
+// Single copy between ranks of one host (Linux cross-memory attach, CMA).
+// Over the shm ring a byte is copied twice: the sender copies it into the
+// peer's slot, the receiver copies it out. With single copy the sender
+// publishes only where the bytes lie (a "lent region": address and length in
+// a slot) and the receiver reads them straight from the sender's buffer with
+// process_vm_readv, into its destination or, when it reduces, into a small
+// cache-resident buffer; the sender's buffer stays lent until the receiver
+// has released that slot.
+//
+// Whether it pays is a property of the machine (the kernel's copy through
+// pinned pages against two user-space copies), so it is measured once per
+// process, not assumed; whether it is allowed (Yama's ptrace_scope, seccomp in
+// containers) is tried on every link at set-up by reading a known word of
+// the peer. Either failing leaves the link on the ring alone.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/config.h"
+
+namespace strata {
+
+// This process's measured copy rates (taken once, on its own memory).
+struct SingleCopyCosts {
+  double memcpyGBps = 0;    // one user-space copy, bytes copied per ns
+  double kernelGBps = 0;    // process_vm_readv in 256 KiB calls
+  double callUs = 0;        // fixed cost of one process_vm_readv call
+  std::string failure;      // why it could not be measured (the call refused); empty if measured
+};
+const SingleCopyCosts& singleCopyCosts();
+
+// The smallest packet a link sends as a lent region, or kNever; `why` says
+// how that was decided (for the INFO log): the setting, or the measurement
+// (single copy pays where n / kernel + call < 2 n / memcpy).
+constexpr size_t kSingleCopyNever = ~size_t(0);
+size_t singleCopyThreshold(const Config& config, std::string* why);
+
+// Whether this process may read `n` bytes at `remote` in process `pid` and
+// finds `expected` there. On failure `why` names the cause (errno's text).
+bool canReadPeerMemory(pid_t pid, uint64_t remote, const void* expected, size_t n, std::string* why);
+
+// Reads `n` bytes at `remote` in process `pid` (rank `peer`) into `dst`.
+// Throws strataRemoteError naming the rank if they cannot be read (the
+// process exited: ESRCH; an address it does not map: EFAULT).
+void readPeerMemory(pid_t pid, uint64_t remote, void* dst, size_t n, int peer);
+
+}  // namespace strata
