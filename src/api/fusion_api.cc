@@ -78,7 +78,7 @@ strataResult_t strataFusionAllReduce(strataFusion_t fusion, uint64_t key, const 
       fail(strataUnsupported, "strataFusionAllReduce: device buffers are not supported by fusion contexts yet; "
            "all-reduce them with strataAllReduce between strataGroupStart and strataGroupEnd (fused)");
     drainDeviceQueue(*c);
-    auto done = ctx.add(key, r, callback, userData);
+    auto done = ctx.add(key, r, callback, userData, request != nullptr);
     if (request) *request = new strataFusionRequest{done};
   });
 }

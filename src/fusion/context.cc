@@ -43,8 +43,9 @@ FusionContext::~FusionContext() {
   --comm_.fusionContexts;
 }
 
-std::shared_ptr<FusionCompletion> FusionContext::add(uint64_t key, const Request& r, Callback cb, void* userData) {
-  auto done = std::make_shared<FusionCompletion>();
+std::shared_ptr<FusionCompletion> FusionContext::add(uint64_t key, const Request& r, Callback cb, void* userData,
+                                                     bool wantHandle) {
+  auto done = wantHandle ? std::make_shared<FusionCompletion>() : nullptr;
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -140,7 +141,18 @@ void FusionContext::finish(Pending& p, strataResult_t r, const std::string& erro
     liveKeys_.erase(p.key);  // before the callback, which may add the key again
   }
   if (p.cb) p.cb(p.key, r, p.userData);
-  p.done->complete(r, error);
+  if (p.done) p.done->complete(r, error);
+}
+
+void FusionContext::finishAll(const std::vector<Pending*>& done, strataResult_t r, const std::string& error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Pending* p : done) liveKeys_.erase(p->key);  // before the callbacks, which may add them again
+  }
+  for (Pending* p : done) {
+    if (p->cb) p->cb(p->key, r, p->userData);
+    if (p->done) p->done->complete(r, error);
+  }
 }
 
 void FusionContext::runRound(std::vector<Pending> snapshot, Reason reason) {
@@ -174,6 +186,7 @@ void FusionContext::runRound(std::vector<Pending> snapshot, Reason reason) {
     std::vector<Bucket> buckets = planBuckets(ready, threshold_, comm_.nranks());
     std::vector<const Request*> members;
     std::vector<uint64_t> bucketKeys;
+    std::vector<Pending*> finished;
     for (const Bucket& b : buckets) {
       members.clear();
       bucketKeys.clear();
@@ -191,10 +204,12 @@ void FusionContext::runRound(std::vector<Pending> snapshot, Reason reason) {
       } else {
         runFused(members, &bucketKeys);
       }
+      finished.clear();
       for (size_t m : b.members) {
-        finish(snapshot[index[m]], strataSuccess, "");
+        finished.push_back(&snapshot[index[m]]);
         handled[index[m]] = true;
       }
+      finishAll(finished, strataSuccess, "");
     }
   } catch (const Error& e) {
     std::lock_guard<std::mutex> lock(mu_);

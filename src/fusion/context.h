@@ -49,7 +49,10 @@ class FusionContext {
   // Queues an all-reduce of a validated request under `key` (unique among
   // tensors not completed yet). Throws if the context failed or the key is
   // still pending or in flight.
-  std::shared_ptr<FusionCompletion> add(uint64_t key, const Request& r, Callback cb, void* userData);
+  // `wantHandle`: return a completion to wait on (strataFusionRequest_t);
+  // without one, the tensor's callback and synchronize() are what report it.
+  std::shared_ptr<FusionCompletion> add(uint64_t key, const Request& r, Callback cb, void* userData,
+                                        bool wantHandle = true);
   // Asks for a flush of everything pending now (returns at once).
   void flush();
   // Flushes until nothing is pending (tensors added meanwhile, by callbacks
@@ -70,6 +73,8 @@ class FusionContext {
   // One negotiation round and the fused all-reduces it agrees on.
   void runRound(std::vector<Pending> snapshot, Reason reason);
   void finish(Pending& p, strataResult_t r, const std::string& error);
+  // finish() for many tensors that completed together: their keys freed under one lock.
+  void finishAll(const std::vector<Pending*>& done, strataResult_t r, const std::string& error);
 
   Comm& comm_;
   const size_t threshold_;
