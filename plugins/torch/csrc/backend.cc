@@ -66,7 +66,7 @@ bool overlapOperations() {
 
 StrataBackend::StrataBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                              std::chrono::milliseconds timeout)
-    : c10d::Backend(rank, size), timeout_(timeout) {
+    : c10d::Backend(rank, size), store_(store), timeout_(timeout) {
   strataUniqueId id = exchangeUniqueId(store, rank);
   strataConfig_t config = STRATA_CONFIG_INITIALIZER;
   config.timeoutMs = int(std::min<int64_t>(std::max<int64_t>(timeout.count(), 1), INT_MAX));
@@ -131,6 +131,8 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::submit(c10d::OpType type, std::vec
                                                      std::vector<OpSteps> ops, bool waits, const DeviceCall& call,
                                                      int sourceRank) {
   TORCH_CHECK(comm_, "strata: the process group was shut down or aborted");
+  if (type != c10d::OpType::SEND && type != c10d::OpType::RECV && type != c10d::OpType::RECVANYSOURCE)
+    ++collectivesIssued_;
   if (coalescing_) {
     coalesced_.work->runsOn(call.stream());
     for (OpSteps& op : ops) coalesced_.ops.push_back(std::move(op));

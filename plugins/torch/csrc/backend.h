@@ -92,6 +92,14 @@ class StrataBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  // Rank 0 checks in every rank within opts.timeout and names the ones that
+  // did not come (all of them with waitAllRanks), as gloo's does; through the
+  // c10d store, so a late rank leaves the communicator usable
+  // (monitored_barrier.cc).
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) override;
+  // Collectives issued on this group so far: the same on every rank of a
+  // group that issued the same collectives (point-to-point calls not counted).
+  uint64_t getSequenceNumberForGroup() override { return collectivesIssued_; }
 
  private:
   // Queues one operation (or adds it to the open coalesced batch); `outputs`
@@ -109,10 +117,15 @@ class StrataBackend : public c10d::Backend {
   void checkPeer(int peer, const char* method, const char* what) const;
   // The steps of one allreduce / _allgather_base / _reduce_scatter_base, for reuse by the coalesced forms.
   OpSteps allReduceSteps(const at::Tensor& t, const Reduction& r, strataDataType_t dtype);
+  // The all-reduce (sum) of a sparse COO tensor, as gloo's (sparse_allreduce.cc).
+  OpSteps sparseAllReduceSteps(const at::Tensor& t);
   OpSteps allGatherSteps(const at::Tensor& output, const at::Tensor& input);
   OpSteps reduceScatterSteps(const at::Tensor& output, const at::Tensor& input, const Reduction& r);
 
   strataComm_t comm_ = nullptr;
+  c10::intrusive_ptr<c10d::Store> store_;  // the group's store (monitoredBarrier)
+  uint64_t monitoredBarriers_ = 0;         // calls so far: numbers each call's store keys
+  uint64_t collectivesIssued_ = 0;
   std::shared_ptr<CommLink> link_;  // comm_ as Work objects reach it
   CommStreams streams_;
   // The running batch's communication stream (a cudaStream_t), for strata's

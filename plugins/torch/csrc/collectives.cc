@@ -63,6 +63,14 @@ OpSteps StrataBackend::allReduceSteps(const at::Tensor& t, const Reduction& r, s
 
 c10::intrusive_ptr<Work> StrataBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                   const c10d::AllreduceOptions& opts) {
+  if (tensors.size() == 1 && tensors[0].defined() && tensors[0].layout() == at::kSparse) {
+    TORCH_CHECK_VALUE(tensors[0].device().is_cpu(), "strata allreduce: sparse tensors must be on the CPU, got ",
+                      tensors[0].device());
+    TORCH_CHECK_VALUE(opts.reduceOp == c10d::ReduceOp::SUM,
+                      "strata allreduce: sparse tensors are reduced by SUM only (as gloo does)");
+    DeviceCall call(streams_, {}, "allreduce");
+    return submit(OpType::ALLREDUCE, {tensors[0]}, {sparseAllReduceSteps(tensors[0])}, callerWaits(opts, 0), call);
+  }
   DeviceCall call(streams_, tensors, "allreduce");
   at::Tensor t = singleTensor(tensors, "allreduce");
   TORCH_CHECK_VALUE(!opts.sparseIndices.has_value(), "strata allreduce: sparse tensors are not supported");

@@ -132,6 +132,44 @@ def check_all_reduce():
     close("allreduce PREMUL_SUM", t, want)
 
 
+def sparse_input(rank, shape, dtype):
+    """A COO tensor with duplicate and unsorted entries, a different number of them on each rank."""
+    g = torch.Generator().manual_seed(4242 + rank)
+    nnz = 3 + 5 * rank
+    indices = torch.stack([torch.randint(0, n, (nnz,), generator=g) for n in shape[:2]])
+    values = torch.randn((nnz,) + tuple(shape[2:]), generator=g, dtype=torch.float64).to(dtype)
+    return torch.sparse_coo_tensor(indices, values, shape, check_invariants=True)
+
+
+def check_sparse_all_reduce():
+    """Sparse COO tensors (gloo's semantics: the coalesced sum on every rank), a sparse dimension of 2
+    with and without a dense dimension, against the float64 dense sum and gloo; a rank with no entries."""
+    for dtype, shape in ((torch.float32, (7, 11)), (torch.float64, (5, 3, 4))):
+        want = sum(sparse_input(r, shape, torch.float64).to_dense() for r in range(WORLD)).to(dtype)
+        for group, name in ((STRATA, "strata"), (GLOO, "gloo")):
+            if group is GLOO and ON_CUDA:
+                continue
+            t = sparse_input(RANK, shape, dtype)
+            dist.all_reduce(t, group=group)
+            if not t.is_sparse or not t.is_coalesced():
+                failures.append(f"sparse allreduce {name} {dtype}: the result is not a coalesced sparse tensor")
+            close(f"sparse allreduce {name} {dtype}{shape} vs float64 dense sum", t.to_dense(), want)
+            if group is STRATA:
+                mine = t
+            else:
+                close(f"sparse allreduce {dtype} strata vs gloo (values)", mine.to_dense(), t.to_dense())
+        # identical on every rank: gather the coalesced indices / values
+        got = [None] * WORLD
+        dist.all_gather_object(got, (mine.indices().tolist(), mine.values().double().tolist()), group=STRATA)
+        if any(g != got[0] for g in got):
+            failures.append(f"sparse allreduce {dtype}: the ranks' results differ")
+    empty = torch.sparse_coo_tensor(torch.zeros((2, 0), dtype=torch.long), torch.zeros(0), (4, 4), check_invariants=True)
+    t = empty if RANK == 0 else sparse_input(RANK, (4, 4), torch.float32)
+    dist.all_reduce(t, group=STRATA)
+    want = sum(sparse_input(r, (4, 4), torch.float64).to_dense() for r in range(1, WORLD)).float()
+    close("sparse allreduce with an empty rank", t.to_dense(), want)
+
+
 def check_async_and_future():
     t = inputs("async", RANK, (1 << 20,), torch.float32)
     work = dist.all_reduce(t, group=STRATA, async_op=True)
@@ -458,7 +496,7 @@ def scenario_collectives():
     dist.init_process_group("strata", timeout=timedelta(seconds=60))
     STRATA = dist.group.WORLD
     GLOO = dist.new_group(backend="gloo")
-    checks = [check_all_reduce, check_async_and_future, check_coalesced, check_broadcast_reduce, check_gathers,
+    checks = [check_all_reduce, check_sparse_all_reduce, check_async_and_future, check_coalesced, check_broadcast_reduce, check_gathers,
               check_reduce_scatters, check_all_to_all, check_p2p, check_groups, check_errors]
     if ON_CUDA:
         checks.append(check_cuda_streams)
@@ -684,6 +722,51 @@ def scenario_silent_peer(timeout_s):
         print(f"rank {RANK}: RAISED {type(e).__name__}: {e}", flush=True)
         os._exit(3)
     failures.append("the barrier returned without the silent rank")
+
+
+def scenario_monitored_barrier():
+    """monitored_barrier as gloo's: it passes when every rank comes (also with wait_all_ranks); rank 0
+    names the first rank that never came (every such rank with wait_all_ranks) and the others hear
+    that rank 0 did not release them, in gloo's words; the group keeps working after a failed one.
+    The group's sequence number counts collectives alike on every rank."""
+    dist.init_process_group("strata", timeout=timedelta(seconds=60))
+    t = torch.ones(10) * RANK
+    for _ in range(3):
+        dist.all_reduce(t)
+    dist.monitored_barrier(timeout=timedelta(seconds=30))
+    dist.monitored_barrier(timeout=timedelta(seconds=30), wait_all_ranks=True)
+
+    seq = dist.group.WORLD._get_sequence_number_for_group()
+    seqs = [None] * WORLD
+    dist.all_gather_object(seqs, seq)
+    if len(set(seqs)) != 1 or seq < 3:
+        failures.append(f"sequence numbers {seqs}: expected one value, at least the 3 all-reduces")
+    if dist.group.WORLD._get_sequence_number_for_group() <= seq:
+        failures.append("the sequence number did not grow with all_gather_object's collectives")
+
+    def expect_error(words, **kwargs):
+        try:
+            dist.monitored_barrier(**kwargs)
+            failures.append(f"rank {RANK}: monitored_barrier passed; expected '{words}'")
+        except RuntimeError as e:
+            if words not in str(e):
+                failures.append(f"rank {RANK}: expected '{words}' in: {e}")
+
+    late = WORLD - 1  # skips the next barrier
+    if RANK == 0:
+        expect_error(f"Rank {late} failed to pass monitoredBarrier", timeout=timedelta(seconds=2))
+    elif RANK != late:
+        expect_error(f"Rank {RANK} successfully reached monitoredBarrier, but received errors while waiting "
+                     f"for send/recv from rank 0", timeout=timedelta(seconds=2))
+    if RANK == 0:  # nobody else comes
+        expect_error("Ranks " + ", ".join(str(r) for r in range(1, WORLD)) + " failed to pass monitoredBarrier",
+                     timeout=timedelta(seconds=1), wait_all_ranks=True)
+        expect_error("Rank 0 timed out in monitoredBarrier", timeout=timedelta(seconds=0))
+
+    x = torch.full((5,), float(RANK + 1))
+    dist.all_reduce(x)
+    close("all_reduce after failed monitored barriers", x, torch.full((5,), float(WORLD * (WORLD + 1) / 2)))
+    dist.destroy_process_group()
 
 
 def scenario_elastic(timeout_s):

@@ -40,6 +40,11 @@ def test_training_ddp_zero_fsdp2_match_gloo(world, overlap):
     run("training", world, timeout=900, env={"STRATA_TORCH_OVERLAP": overlap}).check()
 
 
+@pytest.mark.parametrize("world", [2, 3])
+def test_monitored_barrier_names_missing_ranks_and_sequence_numbers_agree(world):
+    run("monitored_barrier", world, timeout=300).check()
+
+
 def test_overlap_setting_is_checked():
     res = run("init_method", 2, "env", timeout=120, env={"STRATA_TORCH_OVERLAP": "sometimes"})
     assert all(c != 0 for c in res.codes)
