@@ -107,6 +107,54 @@ def test_survivors_recover_from_a_dead_rank_and_keep_training(world):
         assert f"carried on as rank {r} of {world - 1}" in res.outputs[r], res.outputs[r][-3000:]
 
 
+WHEEL_RANK = """
+import os, sys, torch, strata_torch, torch.distributed as dist
+assert strata_torch.__file__.startswith(sys.prefix), strata_torch.__file__  # the wheel's, not the project's
+dist.init_process_group("strata")
+t = torch.full((5,), float(dist.get_rank() + 1))
+dist.all_reduce(t)
+assert t.tolist() == [3.0] * 5, t
+dist.destroy_process_group()
+print("WHEEL OK", strata_torch.__file__)
+"""
+
+
+def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
+    """pip wheel ./plugins/torch makes a wheel that installs into another environment with the same torch,
+    building nothing there (no compiler or CMake on its PATH), and strata runs from it."""
+    import torch
+    wheels = tmp_path / "wheels"
+    build = dict(os.environ, STRATA_BUILD_DIR=os.path.join(ROOT, "build"), MAX_JOBS="2")
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
+                          "--disable-pip-version-check", "-w", str(wheels), os.path.join(ROOT, "plugins", "torch")],
+                         env=build, capture_output=True, text=True, timeout=1200)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    wheel = [str(w) for w in wheels.glob("strata_torch-*.whl")]
+    assert len(wheel) == 1, list(wheels.iterdir())
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    py = str(venv / "bin" / "python")
+    # The same torch without a 2 GB download: the fresh venv sees the project's packages after its own.
+    purelib = subprocess.check_output([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                      text=True).strip()
+    with open(os.path.join(purelib, "project_torch.pth"), "w") as f:
+        f.write(os.path.dirname(os.path.dirname(torch.__file__)) + "\n")
+    bare = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}  # libstrata from the wheel alone
+    bare.update(PATH=str(venv / "bin"), CC="/nonexistent/cc", CXX="/nonexistent/c++")
+    out = subprocess.run([py, "-m", "pip", "install", "--no-index", "--no-deps", "--ignore-installed",
+                          "--disable-pip-version-check", wheel[0]],
+                         env=bare, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "Building" not in out.stdout, out.stdout
+    port = str(free_port())
+    procs = [subprocess.Popen([py, "-c", WHEEL_RANK], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env=dict(bare, RANK=str(r), WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=port))
+             for r in range(2)]
+    outputs = [p.communicate(timeout=120)[0] for p in procs]
+    for r, (p, o) in enumerate(zip(procs, outputs)):
+        assert p.returncode == 0 and "WHEEL OK " + str(venv) in o, f"rank {r} (exit {p.returncode}):\n{o[-3000:]}"
+
+
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs Open MPI's mpirun (scripts/setup.sh test installs it)")
 def test_mpirun_with_master_addr():
     port = free_port()
