@@ -119,7 +119,8 @@ bool decodeSetup(const SetupBlob& b, ShmSetup* s) {
 class ShmChannel : public LivenessChannel {
  public:
   // `lendFrom`: packets from this size on are lent (single copy) once the
-  // peer has said it can read this process; kSingleCopyNever: never.
+  // peer has said it can read this process; kSingleCopyNever: never;
+  // kSingleCopyMeasured: measured at the first packet that could be lent.
   ShmChannel(std::unique_ptr<ShmSegment> inbox, std::unique_ptr<ShmSegment> outbox, Fd socket,
              int peer, pid_t peerPid, size_t lendFrom)
       : LivenessChannel(std::move(socket), peer), inbox_(std::move(inbox)), outbox_(std::move(outbox)),
@@ -141,6 +142,11 @@ class ShmChannel : public LivenessChannel {
   // Large packets from memory the caller keeps are lent: one slot says where
   // they lie and the peer reads them from there.
   size_t trySendStable(const void* src, size_t n) override {
+    if (lendFrom_ == kSingleCopyMeasured && n >= kSingleCopyMinBytes && peerReadsUs()) {
+      std::string why;
+      lendFrom_ = measuredSingleCopyThreshold(&why);
+      logSingleCopy(why);
+    }
     if (n < lendFrom_ || !peerReadsUs()) return trySend(src, n);
     if (!slotFree()) return 0;
     n = std::min<size_t>(n, kMaxLentBytes);
@@ -252,7 +258,7 @@ class ShmChannel : public LivenessChannel {
 
   std::unique_ptr<ShmSegment> inbox_, outbox_;
   const pid_t peerPid_;        // 0: this side cannot read the peer (never accepts lent regions)
-  const size_t lendFrom_;      // smallest packet sent as a lent region
+  size_t lendFrom_;            // smallest packet sent as a lent region (or kSingleCopyMeasured)
   bool peerReadsUs_ = false;
   uint64_t produced_ = 0;      // packets written to the peer's inbox
   uint64_t peerConsumed_ = 0;  // packets the peer had released when last read

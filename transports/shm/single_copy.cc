@@ -31,11 +31,11 @@ bool readSelf(const uint8_t* from, uint8_t* to, size_t n, size_t piece) {
   return true;
 }
 
-// 8 MiB (beyond a core's cache, as the large messages single copy is for),
+// 4 MiB (beyond a core's cache, as the large messages single copy is for),
 // best of three, the two ways interleaved so that a busy neighbour core
-// slows both alike. About 5 ms.
+// slows both alike. A few ms, once per process, at its first large send.
 SingleCopyCosts measure() {
-  constexpr size_t kBytes = size_t(8) << 20, kPiece = 256 * 1024, kSmall = 4096, kSmallCalls = 64;
+  constexpr size_t kBytes = size_t(4) << 20, kPiece = 256 * 1024, kSmall = 4096, kSmallCalls = 64;
   std::vector<uint8_t> from(kBytes), to(kBytes);
   for (size_t i = 0; i < kBytes; i += 64) from[i] = uint8_t(i >> 6);
   std::memset(to.data(), 1, kBytes);
@@ -80,6 +80,11 @@ size_t singleCopyThreshold(const Config& config, std::string* why) {
     *why = format("from %zu bytes (STRATA_SHM_SINGLE_COPY_BYTES)", config.shmSingleCopyBytes);
     return config.shmSingleCopyBytes;
   }
+  *why = "measured at the first large send";
+  return kSingleCopyMeasured;
+}
+
+size_t measuredSingleCopyThreshold(std::string* why) {
   const SingleCopyCosts& c = singleCopyCosts();
   if (!c.failure.empty()) {
     *why = "off: " + c.failure;
@@ -96,7 +101,7 @@ size_t singleCopyThreshold(const Config& config, std::string* why) {
   }
   // Where one call's fixed cost is repaid, and never below a 64 KiB packet.
   const double breakEven = c.callUs * 1e3 / (ringNsPerByte - singleNsPerByte);
-  size_t threshold = std::max<size_t>(size_t(64) * 1024, size_t(breakEven));
+  size_t threshold = std::max<size_t>(kSingleCopyMinBytes, size_t(breakEven));
   *why = format("from %zu bytes: %s", threshold, measured.c_str());
   return threshold;
 }

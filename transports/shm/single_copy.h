@@ -33,11 +33,19 @@ struct SingleCopyCosts {
 };
 const SingleCopyCosts& singleCopyCosts();
 
-// The smallest packet a link sends as a lent region, or kNever; `why` says
-// how that was decided (for the INFO log): the setting, or the measurement
-// (single copy pays where n / kernel + call < 2 n / memcpy).
+// The smallest packet a link sends as a lent region, as the settings decide
+// it: kSingleCopyNever (STRATA_SHM_SINGLE_COPY=0), STRATA_SHM_SINGLE_COPY_BYTES,
+// or kSingleCopyMeasured: ask measuredSingleCopyThreshold() at the first
+// packet that large. `why` says which (for the INFO log).
 constexpr size_t kSingleCopyNever = ~size_t(0);
+constexpr size_t kSingleCopyMeasured = kSingleCopyNever - 1;
+// No packet below this is lent on a measured threshold.
+constexpr size_t kSingleCopyMinBytes = 64 * 1024;
 size_t singleCopyThreshold(const Config& config, std::string* why);
+// The measured threshold (measuring this process's copy rates the first time
+// it is asked, ~5 ms): single copy pays where n / kernel + call < 2 n / memcpy,
+// from kSingleCopyMinBytes; kSingleCopyNever where the kernel copy is slower.
+size_t measuredSingleCopyThreshold(std::string* why);
 
 // Whether this process may read `n` bytes at `remote` in process `pid` and
 // finds `expected` there. On failure `why` names the cause (errno's text).
