@@ -3,17 +3,19 @@ torch.testing._internal.distributed.distributed_test (the suite behind
 test/distributed/test_distributed_spawn.py, shipped in the torch wheel), as
 torch-ucc held UCC's backend to torch's behaviour.
 
-    .venv/bin/python plugins/torch/tests/torch_suite.py [-k PATTERN ...]
+    .venv/bin/python plugins/torch/tests/torch_suite.py [--mode plugin|as-gloo] [-k PATTERN ...]
 
-Mode "plugin" (the one this runs): BACKEND=strata, strata declared as a
-plugin with gloo's CPU features (DistTestCases.backend_feature "ddp",
-"subgroup"), world size 2, CPU only. The tests that torch gates on the name
-"gloo" (monitored_barrier, timeouts, ...) are skipped in this mode; running
-them needs strata to answer the suite's gloo process groups (not done yet).
-Expected failures are listed in torch_suite_expected.txt with the reason for
-each; the run fails on any other failure and on an expected failure that
-passes. It takes about 11 minutes on a 2-core machine (285 tests, each two
-freshly spawned processes), so it is a documented check, not part of CI yet.
+Mode "plugin": BACKEND=strata, strata declared as a plugin with gloo's CPU
+features (DistTestCases.backend_feature "ddp", "subgroup"); the tests that
+torch gates on the name "gloo" (monitored_barrier, timeouts, ...) skip.
+Mode "as-gloo": BACKEND=gloo, and every process group the suite asks gloo for
+is a strata one (gloo's registered creator replaced by strata's), so those
+tests run on strata too; asserts on the backend's name then fail (torch-side).
+World size 2, CPU only. Expected failures are listed per mode in
+torch_suite_expected.txt with the reason for each; the run fails on any
+other failure and on an expected failure that passes. A mode takes about 11
+minutes on a 2-core machine (285 tests, each two freshly spawned processes),
+so it is a documented check, not part of CI yet.
 
 Not named test_*.py: pytest does not collect it (each test spawns processes
 that import this file, which must stay importable on its own).
@@ -22,16 +24,28 @@ import os
 import sys
 import unittest
 
-os.environ.setdefault("BACKEND", "strata")
+if "--mode" in sys.argv:  # the spawned ranks inherit it through the environment
+    os.environ["STRATA_TORCH_SUITE_MODE"] = sys.argv[sys.argv.index("--mode") + 1]
+MODE = os.environ.setdefault("STRATA_TORCH_SUITE_MODE", "plugin")
+assert MODE in ("plugin", "as-gloo"), f"--mode {MODE}: plugin or as-gloo"
+os.environ.setdefault("BACKEND", "strata" if MODE == "plugin" else "gloo")
 os.environ.setdefault("WORLD_SIZE", "2")
 os.environ.setdefault("TEMP_DIR", os.path.join("/tmp", f"strata-torch-suite-{os.getuid()}"))
 os.makedirs(os.environ["TEMP_DIR"], exist_ok=True)
 
 import strata_torch  # noqa: E402,F401  registers the backend "strata"
+import torch.distributed as dist  # noqa: E402
 from torch.testing._internal.common_distributed import DistTestCases  # noqa: E402
 
-for feature in ("ddp", "subgroup", "plugin"):  # gloo's CPU features, and "a plugin"
-    DistTestCases.backend_feature[feature].add("strata")
+if MODE == "plugin":
+    for feature in ("ddp", "subgroup", "plugin"):  # gloo's CPU features, and "a plugin"
+        DistTestCases.backend_feature[feature].add("strata")
+else:  # process groups asked for "gloo" are made by strata
+    dist.Backend._ensure_backend_registered("gloo")
+    dist.Backend._plugins["GLOO"] = dist.Backend._plugins["GLOO"]._replace(creator_fn=strata_torch._create_backend)
+    # ...registered as a custom backend, not as torch's gloo type: DDP's logger
+    # takes a GLOO-typed backend for a ProcessGroupGloo and crashes on strata's.
+    dist.Backend.backend_type_map["gloo"] = dist.ProcessGroup.BackendType.CUSTOM
 
 from torch.testing._internal.distributed.distributed_test import DistributedTest, TestDistBackend  # noqa: E402
 
@@ -45,14 +59,15 @@ class TestStrata(TestDistBackend, DistributedTest._DistTestBase):
 
 
 def expected_failures():
-    """{test name: reason} from torch_suite_expected.txt ('name  reason' per line, # comments)."""
+    """{test name: reason} of this mode from torch_suite_expected.txt ('mode name reason' per line, # comments)."""
     out = {}
     with open(os.path.join(HERE, "torch_suite_expected.txt")) as f:
         for line in f:
             line = line.split("#", 1)[0].strip()
             if line:
-                name, _, reason = line.partition(" ")
-                out[name] = reason.strip()
+                mode, name, reason = line.split(None, 2)
+                if mode in (MODE, "both"):
+                    out[name] = reason.strip()
     return out
 
 
@@ -71,7 +86,7 @@ def main(argv):
     expected = expected_failures()
     unexpected = sorted(failed - set(expected))
     now_passing = sorted(n for n in expected if n in ran and n not in failed)
-    print(f"torch_suite: {len(ran)} ran ({len(ran) - len(failed)} passed, {len(failed)} failed, "
+    print(f"torch_suite: mode {MODE}: {len(ran)} ran ({len(ran) - len(failed)} passed, {len(failed)} failed, "
           f"{len(failed) - len(unexpected)} of them expected), {len(skipped)} skipped")
     for n in unexpected:
         print(f"torch_suite: UNEXPECTED FAILURE {n}")
