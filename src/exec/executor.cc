@@ -71,7 +71,7 @@ class PlanRunner {
     scratch_ = plan.scratchBytes ? comm.scratch(plan.scratchBytes) : nullptr;
     const auto* send = static_cast<const uint8_t*>(bufs.send);
     const auto* recv = static_cast<const uint8_t*>(bufs.recv);
-    lendFromSend_ = !bufs.p2p && !bufs.sendPieces && !bufs.recvPieces && send &&
+    lendFromSend_ = !bufs.sendPieces && !bufs.recvPieces && send &&
                     (!recv || send + plan.sendExtent <= recv || recv + plan.recvExtent <= send);
   }
 
@@ -186,11 +186,13 @@ class PlanRunner {
     return false;
   }
 
-  // Whether flow f may lend the bytes it sends from `from` (its source or its
-  // destination): the plan says they stay unchanged (Flow::lends) and the
-  // buffer is not one an in-place call shares.
-  bool lends(const Flow& f, Ref from) const {
-    return f.lends && !bufs_.p2p && (from.buf != Buf::kSend || lendFromSend_);
+  // Sends n bytes of flow f lying at p, which is in `from` (the flow's source
+  // or destination): lent (trySendStable) where the plan says they stay
+  // unchanged (Flow::lends; never in point-to-point plans) and the buffer is
+  // not one an in-place call shares, else copied by the link.
+  size_t sendBytes(Channel& ch, const Flow& f, Ref from, const uint8_t* p, size_t n) {
+    const bool lend = f.lends && from.valid() && (from.buf != Buf::kSend || lendFromSend_);
+    return lend ? ch.trySendStable(p, n) : ch.trySend(p, n);
   }
 
   bool pushDesc(Channel& ch, const Flow& f, FlowState& st) {
@@ -275,12 +277,12 @@ class PlanRunner {
       size_t run = kUnbounded;
       const uint8_t* at = st.src.segmented() ? st.src.at(st.done, &run) : st.src.base + st.done;
       if (!st.src.segmented()) {
-        n = lends(f, f.src) ? ch.trySendStable(at, want) : ch.trySend(at, want);
+        n = sendBytes(ch, f, f.src, at, want);
       } else if (st.frameLeft || run >= std::min(want, kDirectRunBytes)) {
         // One piece holds this packet's bytes (a packet never spans pieces:
         // trySend may take it over several calls, each continuing it).
         size_t len = st.frameLeft ? st.frameLeft : wholeElements(st.done, std::min(want, run));
-        n = !len ? 0 : lends(f, f.src) ? ch.trySendStable(at, len) : ch.trySend(at, len);
+        n = len ? sendBytes(ch, f, f.src, at, len) : 0;
         st.frameLeft = len - n;
       } else {
         // The source is in pieces: gather them into one packet, so a fused
@@ -394,8 +396,7 @@ class PlanRunner {
       // part of one); then receive more.
       const size_t n = out ? wholeElements(st.done, std::min(st.landed - st.done, kMaxFragment)) : 0;
       if (n > 0) {
-        const uint8_t* from = st.dst.base + st.done;
-        const size_t sent = lends(f, f.dst) ? out->trySendStable(from, n) : out->trySend(from, n);
+        const size_t sent = sendBytes(*out, f, f.dst, st.dst.base + st.done, n);
         st.done += sent;
         moved |= sent > 0;
         if (sent < n) break;  // the link is full
@@ -465,7 +466,7 @@ class PlanRunner {
           scatter(st.dst, st.done, from, n);
         }
       }
-      size_t sent = lentFrom.valid() && lends(f, lentFrom) ? out.trySendStable(from, n) : out.trySend(from, n);
+      size_t sent = sendBytes(out, f, lentFrom, from, n);
       if (localPieces) st.frameLeft = n - sent;
       if (sent == 0) break;
       if (in) in->consumeRecv(sent);
@@ -557,7 +558,7 @@ class PlanRunner {
   const bool tracing_;
   // Whether flows may lend from the send buffer: not in place (the plan's
   // lending analysis keeps the send and receive buffers apart), not in
-  // pieces (fusion: they may alias), not point to point.
+  // pieces (fusion: they may alias).
   bool lendFromSend_ = false;
   bool tracing() const { return kTracingBuilt && tracing_; }
   int64_t kernelUs_ = 0;  // reduce / copy time of the current phase (tracing)

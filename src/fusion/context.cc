@@ -135,14 +135,7 @@ void FusionContext::loop() {
   }
 }
 
-void FusionContext::finish(Pending& p, strataResult_t r, const std::string& error) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    liveKeys_.erase(p.key);  // before the callback, which may add the key again
-  }
-  if (p.cb) p.cb(p.key, r, p.userData);
-  if (p.done) p.done->complete(r, error);
-}
+void FusionContext::finish(Pending& p, strataResult_t r, const std::string& error) { finishAll({&p}, r, error); }
 
 void FusionContext::finishAll(const std::vector<Pending*>& done, strataResult_t r, const std::string& error) {
   {

@@ -73,7 +73,7 @@ class FusionContext {
   // One negotiation round and the fused all-reduces it agrees on.
   void runRound(std::vector<Pending> snapshot, Reason reason);
   void finish(Pending& p, strataResult_t r, const std::string& error);
-  // finish() for many tensors that completed together: their keys freed under one lock.
+  // Frees the tensors' keys (under one lock), then calls their callbacks and completes their handles.
   void finishAll(const std::vector<Pending*>& done, strataResult_t r, const std::string& error);
 
   Comm& comm_;

@@ -5,84 +5,23 @@ inputs (where gloo supports it), and against a float64 reference computed
 on the CPU from every rank's inputs (each rank can regenerate any rank's
 inputs). STRATA_TEST_DEVICE=cuda runs the checks on CUDA tensors (every rank
 on cuda:LOCAL_RANK modulo the GPUs there are), against the reference only.
+Shared helpers are in rank_common.py, the failure scenarios in rank_faults.py.
 """
 import os
 import sys
 import time
-import zlib
 from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 
 import strata_torch  # noqa: F401  (registers "strata")
+from rank_common import (DEVICE, DTYPES, ON_CUDA, OPS, RANK, WORLD, close, close_tol, failures, inputs,  # noqa: F401
+                         params_close, reduce_ref)
+from rank_faults import (scenario_dead_peer, scenario_elastic, scenario_monitored_barrier,  # noqa: F401
+                         scenario_silent_peer)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples"))
-
-# torchrun-style variables, or Open MPI's under mpirun.
-RANK = int(os.environ.get("RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
-WORLD = int(os.environ.get("WORLD_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "1")))
-DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.uint8, torch.int32,
-          torch.int64, torch.bool]
-OPS = ["SUM", "PRODUCT", "MIN", "MAX", "AVG"]
-TOL = {torch.float32: 1e-5, torch.float64: 1e-12, torch.float16: 4e-3, torch.bfloat16: 3e-2}
-failures = []
-
-
-def test_device():
-    if os.environ.get("STRATA_TEST_DEVICE", "cpu") != "cuda":
-        return torch.device("cpu")
-    return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
-
-
-DEVICE = test_device()
-ON_CUDA = DEVICE.type == "cuda"
-if ON_CUDA:
-    torch.cuda.set_device(DEVICE)
-    torch.set_default_device(DEVICE)  # the checks' torch.empty / full / ones
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-
-
-def inputs(tag, rank, shape, dtype):
-    """Random (never all-zero) input of `rank` for check `tag`: the same on every process."""
-    g = torch.Generator().manual_seed(zlib.crc32(tag.encode()) * 64 + rank)
-    if dtype == torch.bool:
-        x = torch.randint(0, 2, shape, generator=g, device="cpu").bool()
-    elif dtype.is_floating_point:
-        x = torch.randn(shape, generator=g, dtype=torch.float64, device="cpu").to(dtype)
-    else:
-        lo, hi = (0, 8) if dtype == torch.uint8 else (-5, 6)
-        x = torch.randint(lo, hi, shape, generator=g, dtype=torch.int64, device="cpu").to(dtype)
-    return x.to(DEVICE)
-
-
-def reduce_ref(op, parts, dtype):
-    """float64 reduction of `parts` (tensors of dtype), as strata defines it; returns dtype."""
-    x = torch.stack([p.cpu().double() for p in parts])
-    if dtype == torch.bool:
-        r = {"SUM": x.amax(0), "MAX": x.amax(0), "PRODUCT": x.amin(0), "MIN": x.amin(0)}[op]
-        return r.bool()
-    r = {"SUM": lambda: x.sum(0), "PRODUCT": lambda: x.prod(0), "MIN": lambda: x.amin(0),
-         "MAX": lambda: x.amax(0), "AVG": lambda: x.sum(0) / len(parts)}[op]()
-    if op == "AVG" and not dtype.is_floating_point:
-        r = torch.trunc(r)
-    return r.to(dtype)
-
-
-def close(name, got, want):
-    """Records a failure unless got matches want (exactly for integers and bool)."""
-    got, want = got.cpu(), want.cpu()
-    try:
-        if got.dtype != want.dtype or got.shape != want.shape:
-            raise AssertionError(f"dtype/shape {got.dtype}{tuple(got.shape)} != {want.dtype}{tuple(want.shape)}")
-        if want.dtype.is_floating_point:
-            tol = TOL[want.dtype]
-            torch.testing.assert_close(got.double(), want.double(), rtol=tol, atol=tol * 4)
-        elif not torch.equal(got, want):
-            raise AssertionError(f"{(got != want).sum().item()} of {want.numel()} elements differ")
-    except AssertionError as e:
-        failures.append(f"{name}: {str(e)[:400]}")
 
 
 def both(name, fn, want=None, gloo_ok=True):
@@ -534,19 +473,6 @@ def small_model():
     return SmallCNN(width=8)
 
 
-def params_close(name, a, b, rtol, atol):
-    for (n, x), y in zip(a.named_parameters(), b.parameters()):
-        close_tol(f"{name} {n}", x.detach(), y.detach(), rtol, atol)
-
-
-def close_tol(name, got, want, rtol, atol):
-    got, want = got.cpu(), want.cpu()
-    try:
-        torch.testing.assert_close(got, want, rtol=rtol, atol=atol)
-    except AssertionError as e:
-        failures.append(f"{name}: {str(e)[:300]}")
-
-
 def scenario_training():
     from ddp_train import train
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
@@ -682,155 +608,6 @@ def scenario_cuda_training():
     for i, (x, y) in enumerate(zip(fsdp2_trained(DEVICE, STRATA), fsdp2_trained(torch.device("cpu"), GLOO))):
         close_tol(f"FSDP2 on CUDA (strata) vs CPU (gloo) param {i}", x, y, rtol=1e-4, atol=1e-5)
     print(f"rank {RANK}: FSDP2 on CUDA done", flush=True)
-    dist.destroy_process_group()
-
-
-def scenario_dead_peer(timeout_s):
-    """The last rank dies after a few steps; every other rank must raise a DistBackendError naming the problem.
-    On CUDA each step reads its result back, as a training step reading its loss would: the
-    collective itself returns once enqueued, and its failure surfaces at a later call."""
-    dist.init_process_group("strata", timeout=timedelta(seconds=float(timeout_s)))
-    t = torch.ones(1 << 16)
-    for step in range(10_000):
-        if step == 5 and RANK == WORLD - 1:
-            print(f"rank {RANK}: exiting abruptly at step {step}", flush=True)
-            os._exit(9)
-        try:
-            dist.all_reduce(t)
-            if ON_CUDA:
-                t.sum().item()
-        except Exception as e:  # noqa: BLE001
-            print(f"rank {RANK}: RAISED {type(e).__name__} at step {step}: {e}", flush=True)
-            dist.destroy_process_group()
-            sys.exit(3)
-        t.fill_(1)
-    failures.append("no error after the peer died")
-
-
-def scenario_silent_peer(timeout_s):
-    """The last rank stays alive but never calls the barrier; every other rank's
-    barrier must raise after the process group's timeout, worded as torch's own
-    checks match a timeout (" Timed out "), strata's detail after it."""
-    dist.init_process_group("strata", timeout=timedelta(seconds=float(timeout_s)))
-    dist.barrier()
-    if RANK == WORLD - 1:
-        time.sleep(float(timeout_s) * 3)
-        os._exit(0)
-    try:
-        dist.barrier()
-    except Exception as e:  # noqa: BLE001
-        print(f"rank {RANK}: RAISED {type(e).__name__}: {e}", flush=True)
-        os._exit(3)
-    failures.append("the barrier returned without the silent rank")
-
-
-def scenario_monitored_barrier():
-    """monitored_barrier as gloo's: it passes when every rank comes (also with wait_all_ranks); rank 0
-    names the first rank that never came (every such rank with wait_all_ranks) and the others hear
-    that rank 0 did not release them, in gloo's words; the group keeps working after a failed one.
-    The group's sequence number counts collectives alike on every rank."""
-    dist.init_process_group("strata", timeout=timedelta(seconds=60))
-    t = torch.ones(10) * RANK
-    for _ in range(3):
-        dist.all_reduce(t)
-    dist.monitored_barrier(timeout=timedelta(seconds=30))
-    dist.monitored_barrier(timeout=timedelta(seconds=30), wait_all_ranks=True)
-
-    seq = dist.group.WORLD._get_sequence_number_for_group()
-    seqs = [None] * WORLD
-    dist.all_gather_object(seqs, seq)
-    if len(set(seqs)) != 1 or seq < 3:
-        failures.append(f"sequence numbers {seqs}: expected one value, at least the 3 all-reduces")
-    if dist.group.WORLD._get_sequence_number_for_group() <= seq:
-        failures.append("the sequence number did not grow with all_gather_object's collectives")
-
-    def expect_error(words, **kwargs):
-        try:
-            dist.monitored_barrier(**kwargs)
-            failures.append(f"rank {RANK}: monitored_barrier passed; expected '{words}'")
-        except RuntimeError as e:
-            if words not in str(e):
-                failures.append(f"rank {RANK}: expected '{words}' in: {e}")
-
-    late = WORLD - 1  # skips the next barrier
-    if RANK == 0:
-        expect_error(f"Rank {late} failed to pass monitoredBarrier", timeout=timedelta(seconds=2))
-    elif RANK != late:
-        expect_error(f"Rank {RANK} successfully reached monitoredBarrier, but received errors while waiting "
-                     f"for send/recv from rank 0", timeout=timedelta(seconds=2))
-    if RANK == 0:  # nobody else comes
-        expect_error("Ranks " + ", ".join(str(r) for r in range(1, WORLD)) + " failed to pass monitoredBarrier",
-                     timeout=timedelta(seconds=1), wait_all_ranks=True)
-        expect_error("Rank 0 timed out in monitoredBarrier", timeout=timedelta(seconds=0))
-
-    x = torch.full((5,), float(RANK + 1))
-    dist.all_reduce(x)
-    close("all_reduce after failed monitored barriers", x, torch.full((5,), float(WORLD * (WORLD + 1) / 2)))
-    dist.destroy_process_group()
-
-
-def scenario_elastic(timeout_s):
-    """Rank WORLD-1 dies mid-training; the survivors' DDP step raises, they abort
-    the process group and form a smaller one over a new store (as torchrun's
-    elastic agent would), then carry on training from where they stopped. Their
-    parameters must match a single-process replay of the same steps."""
-    import torch.nn as nn
-    from torch.nn.parallel import DistributedDataParallel as DDP
-    dist.init_process_group("strata", timeout=timedelta(seconds=float(timeout_s)))
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4))
-    initial = [p.detach().clone() for p in model.parameters()]
-
-    def batch(rank, step):
-        g = torch.Generator().manual_seed(1000 * step + rank)
-        return torch.randn(8, 16, generator=g), torch.randn(8, 4, generator=g)
-
-    def train_steps(ddp, opt, rank, steps):
-        for step in steps:
-            x, y = batch(rank, step)
-            opt.zero_grad()
-            nn.functional.mse_loss(ddp(x), y).backward()
-            opt.step()
-
-    ddp = DDP(model)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
-    failed_at = None
-    for step in range(50):
-        if step == 5 and RANK == WORLD - 1:
-            os._exit(9)
-        try:
-            train_steps(ddp, opt, RANK, [step])
-        except Exception as e:  # noqa: BLE001
-            print(f"rank {RANK}: step {step} raised {type(e).__name__}: {str(e)[:200]}", flush=True)
-            failed_at = step
-            break
-    if failed_at != 5:
-        failures.append(f"the failure surfaced at step {failed_at}, not 5")
-        return
-    # Abort the broken group (no collective: the peer is gone), then a new one.
-    dist.destroy_process_group()
-    survivors = list(range(WORLD - 1))
-    port = int(os.environ["MASTER_PORT"]) + 2
-    dist.init_process_group("strata", init_method=f"tcp://127.0.0.1:{port}", rank=RANK,
-                            world_size=len(survivors), timeout=timedelta(seconds=float(timeout_s)))
-    ddp = DDP(model)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
-    train_steps(ddp, opt, RANK, range(5, 15))
-    # Replay: steps 0-4 average all WORLD ranks' gradients, steps 5-14 the survivors'.
-    ref = nn.Sequential(nn.Linear(16, 32), nn.Tanh(), nn.Linear(32, 4))
-    with torch.no_grad():
-        for p, q in zip(ref.parameters(), initial):
-            p.copy_(q)
-    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
-    for step in range(15):
-        ranks = range(WORLD) if step < 5 else survivors
-        ref_opt.zero_grad()
-        for r in ranks:
-            x, y = batch(r, step)
-            (nn.functional.mse_loss(ref(x), y) / len(ranks)).backward()
-        ref_opt.step()
-    params_close("after recovery vs replay", model, ref, rtol=1e-5, atol=1e-6)
-    print(f"rank {RANK}: carried on as rank {dist.get_rank()} of {dist.get_world_size()}", flush=True)
     dist.destroy_process_group()
 
 
