@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <random>
 #include <string>
@@ -23,6 +24,19 @@ void check(int rc, const char* what, const fi_info* info) {
   if (rc != 0)
     fail(strataSystemError, "libfabric %s: %s failed: %s", info->fabric_attr->prov_name, what,
          ofiError(rc).c_str());
+}
+
+// Errors a provider returns when posting to a peer whose connection is gone
+// (the process exited or its link went down): that peer's failure, not ours.
+bool connectionLost(ssize_t rc) {
+  switch (-rc) {
+    case FI_ECONNRESET: case FI_ECONNABORTED: case FI_ECONNREFUSED: case FI_ENOTCONN:
+    case FI_ESHUTDOWN: case FI_EHOSTUNREACH: case FI_ENETUNREACH: case FI_ETIMEDOUT:
+    case FI_EREMOTEIO: case EPIPE:
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace
@@ -193,6 +207,10 @@ bool OfiEndpoint::postSend(uint64_t peer, int rail, const void* buf, size_t len,
     drain(r);
     return false;
   }
+  if (rc != 0 && connectionLost(rc))
+    fail(strataRemoteError, "rank %d cannot be reached (libfabric %s refused a send of %zu bytes to it: %s); "
+         "it exited or its link is down", peerRanks_[peer], r.info->fabric_attr->prov_name, len,
+         ofiError(int(rc)).c_str());
   if (rc != 0)
     fail(strataSystemError, "libfabric %s: fi_tsend of %zu bytes failed: %s",
          r.info->fabric_attr->prov_name, len, ofiError(int(rc)).c_str());
