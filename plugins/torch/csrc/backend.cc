@@ -102,6 +102,7 @@ c10::intrusive_ptr<c10d::Backend> StrataBackend::split(const c10::intrusive_ptr<
   auto timeout = opts ? opts->timeout : timeout_;
   auto child = c10::make_intrusive<StrataBackend>(store, int(me - ranks.begin()), int(ranks.size()), timeout);
   if (opts) child->setGroupUid(opts->group_name);
+  child->setProfilingName(profilingName_);
   return child;
 }
 
@@ -114,7 +115,8 @@ c10::intrusive_ptr<c10d::Backend::Options> StrataBackend::getBackendOptions() {
 void StrataBackend::startCoalescing() {
   TORCH_CHECK(!coalescing_, "strata: startCoalescing called twice without endCoalescing");
   coalescing_ = true;
-  coalesced_ = Batch{{}, c10::make_intrusive<StrataWork>(rank_, c10d::OpType::COALESCED, link_)};
+  coalesced_ = Batch{{}, c10::make_intrusive<StrataWork>(rank_, c10d::OpType::COALESCED, link_, -1,
+                                                          profilingTitle(profilingName_, c10d::OpType::COALESCED))};
 }
 
 c10::intrusive_ptr<c10d::Work> StrataBackend::endCoalescing() {
@@ -127,9 +129,9 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::endCoalescing() {
   return work;
 }
 
-c10::intrusive_ptr<c10d::Work> StrataBackend::submit(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                                     std::vector<OpSteps> ops, bool waits, const DeviceCall& call,
-                                                     int sourceRank) {
+c10::intrusive_ptr<c10d::Work> StrataBackend::submit(c10d::OpType type, const std::vector<at::Tensor>& inputs,
+                                                     std::vector<at::Tensor> outputs, std::vector<OpSteps> ops,
+                                                     bool waits, const DeviceCall& call, int sourceRank) {
   TORCH_CHECK(comm_, "strata: the process group was shut down or aborted");
   if (type != c10d::OpType::SEND && type != c10d::OpType::RECV && type != c10d::OpType::RECVANYSOURCE)
     ++collectivesIssued_;
@@ -139,7 +141,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::submit(c10d::OpType type, std::vec
     coalesced_.work->addOutputs(outputs);
     return coalesced_.work;
   }
-  auto work = c10::make_intrusive<StrataWork>(rank_, type, link_, sourceRank);
+  auto work = c10::make_intrusive<StrataWork>(rank_, type, link_, sourceRank, profilingTitle(profilingName_, type), inputs);
   work->runsOn(call.stream());
   work->addOutputs(outputs);
   queue_->push(Batch{std::move(ops), work}, waits || call.stream().has_value());

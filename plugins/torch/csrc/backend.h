@@ -38,6 +38,9 @@ class StrataBackend : public c10d::Backend {
   ~StrataBackend() override;
 
   const std::string getBackendName() const override { return "strata"; }
+  // The name torch's profiler events carry before ":<op>" ("strata" unless
+  // the backend was registered under another name); split groups inherit it.
+  void setProfilingName(std::string name) { profilingName_ = std::move(name); }
   bool supportsSplitting() const override { return true; }
   bool supportsCoalescing() const override { return true; }
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store,
@@ -106,9 +109,10 @@ class StrataBackend : public c10d::Backend {
   // complete the Work's future. An operation on CUDA tensors (call.stream())
   // is enqueued at once on the caller's thread unless earlier operations are
   // still queued: the caller only waits for the enqueueing.
-  c10::intrusive_ptr<c10d::Work> submit(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                        std::vector<OpSteps> ops, bool waits, const DeviceCall& call,
-                                        int sourceRank = -1);
+  // `inputs` are the tensors torch's profiler records the shapes of.
+  c10::intrusive_ptr<c10d::Work> submit(c10d::OpType type, const std::vector<at::Tensor>& inputs,
+                                        std::vector<at::Tensor> outputs, std::vector<OpSteps> ops, bool waits,
+                                        const DeviceCall& call, int sourceRank = -1);
   // Runs a batch on the worker thread (or the caller's), with its
   // communication stream current when it is on CUDA tensors.
   void run(Batch& batch);
@@ -132,6 +136,7 @@ class StrataBackend : public c10d::Backend {
   // stream argument; null for CPU tensors. One batch runs at a time.
   strataStream_t stream_ = nullptr;
   std::chrono::milliseconds timeout_;
+  std::string profilingName_ = "strata";
   std::unique_ptr<OpQueue> queue_;
   bool coalescing_ = false;
   Batch coalesced_;

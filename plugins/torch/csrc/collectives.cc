@@ -44,7 +44,7 @@ c10::intrusive_ptr<Work> StrataBackend::broadcast(std::vector<at::Tensor>& tenso
   auto dtype = strataTypeOf(t.scalar_type(), "broadcast");
   Staged s(t);
   int root = int(opts.rootRank);
-  return submit(OpType::BROADCAST, {t},
+  return submit(OpType::BROADCAST, {t}, {t},
                 {OpSteps{nullptr,
                          [=, this] { check(strataBroadcast(s.data(), s.data(), s.count(), dtype, root, comm_, stream_),
                                      "strataBroadcast"); },
@@ -69,14 +69,14 @@ c10::intrusive_ptr<Work> StrataBackend::allreduce(std::vector<at::Tensor>& tenso
     TORCH_CHECK_VALUE(opts.reduceOp == c10d::ReduceOp::SUM,
                       "strata allreduce: sparse tensors are reduced by SUM only (as gloo does)");
     DeviceCall call(streams_, {}, "allreduce");
-    return submit(OpType::ALLREDUCE, {tensors[0]}, {sparseAllReduceSteps(tensors[0])}, callerWaits(opts, 0), call);
+    return submit(OpType::ALLREDUCE, {tensors[0]}, {tensors[0]}, {sparseAllReduceSteps(tensors[0])}, callerWaits(opts, 0), call);
   }
   DeviceCall call(streams_, tensors, "allreduce");
   at::Tensor t = singleTensor(tensors, "allreduce");
   TORCH_CHECK_VALUE(!opts.sparseIndices.has_value(), "strata allreduce: sparse tensors are not supported");
   auto dtype = strataTypeOf(t.scalar_type(), "allreduce");
   Reduction r = reductionOf(opts.reduceOp, t.scalar_type(), "allreduce");
-  return submit(OpType::ALLREDUCE, {t}, {allReduceSteps(t, r, dtype)}, callerWaits(opts, 0), call);
+  return submit(OpType::ALLREDUCE, {t}, {t}, {allReduceSteps(t, r, dtype)}, callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
@@ -95,7 +95,7 @@ c10::intrusive_ptr<Work> StrataBackend::allreduce_coalesced(std::vector<at::Tens
   // collective over the tensors where they lie (src/fusion).
   std::vector<OpSteps> ops;
   for (const at::Tensor& t : tensors) ops.push_back(allReduceSteps(t, r, dtype));
-  return submit(OpType::ALLREDUCE_COALESCED, tensors, std::move(ops), callerWaits(opts, 0), call);
+  return submit(OpType::ALLREDUCE_COALESCED, tensors, tensors, std::move(ops), callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
@@ -109,7 +109,7 @@ c10::intrusive_ptr<Work> StrataBackend::reduce(std::vector<at::Tensor>& tensors,
   const bool isRoot = root == rank_;
   // Only the root's tensor changes; others send a scaled copy when premultiplying.
   auto send = std::make_shared<at::Tensor>();
-  return submit(OpType::REDUCE, {t},
+  return submit(OpType::REDUCE, {t}, {t},
                 {OpSteps{[=, this] { *send = r.premultiply ? r.scaled(s.buffer) : s.buffer; },
                          [=, this] {
                            check(strataReduce(send->data_ptr(), s.data(), s.count(), dtype, r.op, root, comm_,
@@ -133,7 +133,7 @@ c10::intrusive_ptr<Work> StrataBackend::allgather(std::vector<std::vector<at::Te
   Staged s(in);
   std::vector<at::Tensor> outs = outputs[0];
   auto flat = std::make_shared<at::Tensor>();
-  return submit(OpType::ALLGATHER, outs,
+  return submit(OpType::ALLGATHER, {in}, outs,
                 {OpSteps{[=, this] { *flat = at::empty({int64_t(size_) * in.numel()}, in.options()); },
                          [=, this] {
                            check(strataAllGather(s.data(), flat->data_ptr(), s.count(), dtype, comm_, stream_),
@@ -160,7 +160,7 @@ OpSteps StrataBackend::allGatherSteps(const at::Tensor& output, const at::Tensor
 c10::intrusive_ptr<Work> StrataBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                         const c10d::AllgatherOptions& opts) {
   DeviceCall call(streams_, tensorsOf(output, input), "allgather_into_tensor");
-  return submit(OpType::_ALLGATHER_BASE, {output}, {allGatherSteps(output, input)}, callerWaits(opts, 0), call);
+  return submit(OpType::_ALLGATHER_BASE, {input}, {output}, {allGatherSteps(output, input)}, callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
@@ -171,7 +171,7 @@ c10::intrusive_ptr<Work> StrataBackend::allgather_into_tensor_coalesced(std::vec
                     " outputs for ", inputs.size(), " inputs");
   std::vector<OpSteps> ops;
   for (size_t i = 0; i < inputs.size(); ++i) ops.push_back(allGatherSteps(outputs[i], inputs[i]));
-  return submit(OpType::ALLGATHER_INTO_TENSOR_COALESCED, outputs, std::move(ops), callerWaits(opts, 0), call);
+  return submit(OpType::ALLGATHER_INTO_TENSOR_COALESCED, inputs, outputs, std::move(ops), callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
@@ -195,7 +195,7 @@ c10::intrusive_ptr<Work> StrataBackend::allgather_coalesced(std::vector<std::vec
   std::vector<at::Tensor> ins = inputs, outs;
   for (const auto& list : outputs) outs.insert(outs.end(), list.begin(), list.end());
   auto send = std::make_shared<at::Tensor>(), recv = std::make_shared<at::Tensor>();
-  return submit(OpType::ALLGATHER_COALESCED, outs,
+  return submit(OpType::ALLGATHER_COALESCED, inputs, outs,
                 {OpSteps{[=, this] {
                            *send = packed(ins);
                            *recv = at::empty({per * size_}, ins[0].options());
@@ -229,7 +229,7 @@ c10::intrusive_ptr<Work> StrataBackend::gather(std::vector<std::vector<at::Tenso
   std::vector<Staged> staged;
   for (const at::Tensor& t : outs) staged.emplace_back(t);
   const int me = rank_, n = size_;
-  return submit(OpType::GATHER, outs,
+  return submit(OpType::GATHER, {in}, outs,
                 {OpSteps{nullptr,
                          [=, this] {
                            check(strataGroupStart(), "strataGroupStart");
@@ -269,7 +269,7 @@ c10::intrusive_ptr<Work> StrataBackend::scatter(std::vector<at::Tensor>& outputs
   std::vector<Staged> staged;
   for (const at::Tensor& t : ins) staged.emplace_back(t);
   const int me = rank_, n = size_;
-  return submit(OpType::SCATTER, {out},
+  return submit(OpType::SCATTER, ins, {out},
                 {OpSteps{nullptr,
                          [=, this] {
                            check(strataGroupStart(), "strataGroupStart");
@@ -298,7 +298,7 @@ c10::intrusive_ptr<Work> StrataBackend::reduce_scatter(std::vector<at::Tensor>& 
   std::vector<at::Tensor> ins = inputs[0];
   Staged s(out);
   auto flat = std::make_shared<at::Tensor>();
-  return submit(OpType::REDUCE_SCATTER, {out},
+  return submit(OpType::REDUCE_SCATTER, ins, {out},
                 {OpSteps{[=, this] { *flat = r.premultiply ? r.scaled(packed(ins)) : packed(ins); },
                          [=, this] {
                            check(strataReduceScatter(flat->data_ptr(), s.data(), s.count(), dtype, r.op, comm_,
@@ -330,7 +330,7 @@ c10::intrusive_ptr<Work> StrataBackend::_reduce_scatter_base(at::Tensor& output,
                                                              const c10d::ReduceScatterOptions& opts) {
   DeviceCall call(streams_, tensorsOf(output, input), "reduce_scatter_tensor");
   Reduction r = reductionOf(opts.reduceOp, input.scalar_type(), "reduce_scatter_tensor");
-  return submit(OpType::_REDUCE_SCATTER_BASE, {output}, {reduceScatterSteps(output, input, r)}, callerWaits(opts, 0), call);
+  return submit(OpType::_REDUCE_SCATTER_BASE, {input}, {output}, {reduceScatterSteps(output, input, r)}, callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
@@ -343,7 +343,7 @@ c10::intrusive_ptr<Work> StrataBackend::reduce_scatter_tensor_coalesced(std::vec
   for (size_t i = 0; i < inputs.size(); ++i)
     ops.push_back(reduceScatterSteps(outputs[i], inputs[i],
                                      reductionOf(opts.reduceOp, inputs[i].scalar_type(), "reduce_scatter_tensor")));
-  return submit(OpType::REDUCE_SCATTER_TENSOR_COALESCED, outputs, std::move(ops), callerWaits(opts, 0), call);
+  return submit(OpType::REDUCE_SCATTER_TENSOR_COALESCED, inputs, outputs, std::move(ops), callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -362,7 +362,7 @@ c10::intrusive_ptr<Work> StrataBackend::alltoall_base(at::Tensor& output, at::Te
     TORCH_CHECK_VALUE(input.numel() == output.numel() && input.numel() % n == 0,
                       "strata all_to_all_single: input and output need the same number of elements, divisible by ",
                       n, " (got ", input.numel(), " and ", output.numel(), ")");
-    return submit(OpType::ALLTOALL_BASE, {output},
+    return submit(OpType::ALLTOALL_BASE, {input}, {output},
                   {OpSteps{nullptr,
                            [=, this] { check(strataAllToAll(in.data(), out.data(), in.count() / size_t(n), dtype, comm_,
                                                       stream_),
@@ -394,7 +394,7 @@ c10::intrusive_ptr<Work> StrataBackend::alltoall_base(at::Tensor& output, at::Te
   TORCH_CHECK_VALUE(sendRows[size_t(me)] == recvRows[size_t(me)], "strata all_to_all_single: this rank sends itself ",
                     sendRows[size_t(me)], " rows but expects ", recvRows[size_t(me)]);
   const size_t esize = input.element_size();
-  return submit(OpType::ALLTOALL_BASE, {output},
+  return submit(OpType::ALLTOALL_BASE, {input}, {output},
                 {OpSteps{nullptr,
                          [=, this] {
                            auto* src = static_cast<char*>(in.data());
@@ -441,7 +441,7 @@ c10::intrusive_ptr<Work> StrataBackend::alltoall(std::vector<at::Tensor>& output
   const int me = rank_, n = size_;
   TORCH_CHECK_VALUE(inputs[size_t(me)].numel() == outputs[size_t(me)].numel(),
                     "strata all_to_all: this rank's own input and output differ in size");
-  return submit(OpType::ALLTOALL, outputs,
+  return submit(OpType::ALLTOALL, inputs, outputs,
                 {OpSteps{nullptr,
                          [=, this] {
                            outs[size_t(me)].buffer.copy_(ins[size_t(me)].buffer.view(outs[size_t(me)].buffer.sizes()));
@@ -465,7 +465,7 @@ c10::intrusive_ptr<Work> StrataBackend::send(std::vector<at::Tensor>& tensors, i
   TORCH_CHECK_VALUE(dstRank != rank_, "strata send: a rank cannot send to itself");
   auto dtype = strataTypeOf(t.scalar_type(), "send");
   Staged s(t);
-  return submit(OpType::SEND, {t},
+  return submit(OpType::SEND, {t}, {t},
                 {OpSteps{nullptr, [=, this] { check(strataSend(s.data(), s.count(), dtype, dstRank, comm_, stream_),
                                               "strataSend"); },
                          nullptr}},
@@ -479,7 +479,7 @@ c10::intrusive_ptr<Work> StrataBackend::recv(std::vector<at::Tensor>& tensors, i
   TORCH_CHECK_VALUE(srcRank != rank_, "strata recv: a rank cannot receive from itself");
   auto dtype = strataTypeOf(t.scalar_type(), "recv");
   Staged s(t);
-  return submit(OpType::RECV, {t},
+  return submit(OpType::RECV, {t}, {t},
                 {OpSteps{nullptr, [=, this] { check(strataRecv(s.data(), s.count(), dtype, srcRank, comm_, stream_),
                                               "strataRecv"); },
                          [=, this] { s.writeBack(); }}},
@@ -497,7 +497,7 @@ c10::intrusive_ptr<Work> StrataBackend::recvAnysource(std::vector<at::Tensor>& t
   auto dtype = strataTypeOf(t.scalar_type(), "recv");
   Staged s(t);
   auto source = std::make_shared<std::atomic<int>>(-1);
-  auto work = submit(OpType::RECVANYSOURCE, {t},
+  auto work = submit(OpType::RECVANYSOURCE, {t}, {t},
                      {OpSteps{nullptr, [=, this] {
                                 int from = -1;
                                 check(strataRecvAny(s.data(), s.count(), dtype, &from, comm_, stream_),
@@ -512,7 +512,7 @@ c10::intrusive_ptr<Work> StrataBackend::recvAnysource(std::vector<at::Tensor>& t
 
 c10::intrusive_ptr<Work> StrataBackend::barrier(const c10d::BarrierOptions& opts) {
   DeviceCall call(streams_, {}, "barrier");
-  return submit(OpType::BARRIER, {},
+  return submit(OpType::BARRIER, {}, {},
                 {OpSteps{nullptr, [=, this] { check(strataBarrier(comm_, stream_), "strataBarrier"); }, nullptr}},
                 callerWaits(opts, 0), call);
 }

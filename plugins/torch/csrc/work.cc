@@ -1,9 +1,12 @@
 #include "work.h"
 
 #include <ATen/core/ivalue.h>
+#include <ATen/ops/view_as_real.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/util/Exception.h>
 
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "stream_order.h"
@@ -32,8 +35,57 @@ void CommLink::cut() {
   comm_ = nullptr;
 }
 
-StrataWork::StrataWork(int rank, c10d::OpType type, std::shared_ptr<CommLink> link, int sourceRank)
-    : c10d::Work(rank, type), sourceRank_(sourceRank), link_(std::move(link)) {}
+namespace {
+
+// gloo's names for the operations its profiler events carry (the coalesced
+// all-reduce and all-gather are recorded as the plain ones, as gloo does).
+const char* operationName(c10d::OpType type) {
+  using c10d::OpType;
+  switch (type) {
+    case OpType::BROADCAST: return "broadcast";
+    case OpType::ALLREDUCE: case OpType::ALLREDUCE_COALESCED: return "all_reduce";
+    case OpType::REDUCE: return "reduce";
+    case OpType::ALLGATHER: case OpType::ALLGATHER_COALESCED: return "all_gather";
+    case OpType::_ALLGATHER_BASE: return "all_gather_into_tensor";
+    case OpType::ALLGATHER_INTO_TENSOR_COALESCED: return "all_gather_into_tensor_coalesced";
+    case OpType::GATHER: return "gather";
+    case OpType::SCATTER: return "scatter";
+    case OpType::REDUCE_SCATTER: return "reduce_scatter";
+    case OpType::_REDUCE_SCATTER_BASE: return "reduce_scatter_tensor";
+    case OpType::REDUCE_SCATTER_TENSOR_COALESCED: return "reduce_scatter_tensor_coalesced";
+    case OpType::ALLTOALL_BASE: case OpType::ALLTOALL: return "all_to_all";
+    case OpType::SEND: return "send";
+    case OpType::RECV: return "recv";
+    case OpType::RECVANYSOURCE: return "recvAnySource";
+    case OpType::BARRIER: return "barrier";
+    case OpType::COALESCED: return "coalesced";
+    default: return "operation";
+  }
+}
+
+std::optional<std::vector<at::Tensor>> profiledShapes(const char* title, const std::vector<at::Tensor>& inputs) {
+  if (!title || inputs.empty()) return std::nullopt;
+  std::vector<at::Tensor> out;
+  out.reserve(inputs.size());
+  for (const at::Tensor& t : inputs)
+    out.push_back(t.defined() && t.is_complex() && !t.is_conj() && t.layout() == at::kStrided ? at::view_as_real(t) : t);
+  return out;
+}
+
+}  // namespace
+
+const char* profilingTitle(const std::string& backend, c10d::OpType type) {
+  static std::mutex mutex;
+  static std::set<std::string> titles;  // nodes never move: their c_str() stays valid
+  std::lock_guard<std::mutex> lock(mutex);
+  return titles.insert(backend + ":" + operationName(type)).first->c_str();
+}
+
+StrataWork::StrataWork(int rank, c10d::OpType type, std::shared_ptr<CommLink> link, int sourceRank,
+                       const char* profilingTitle, const std::vector<at::Tensor>& inputs)
+    : c10d::Work(rank, type, profilingTitle, profiledShapes(profilingTitle, inputs)),
+      sourceRank_(sourceRank),
+      link_(std::move(link)) {}
 
 void StrataWork::runsOn(const std::optional<c10::Stream>& stream) {
   const c10::Device device = stream ? stream->device() : c10::Device(c10::kCPU);

@@ -51,9 +51,18 @@ class CommLink {
 // A DistBackendError carrying `what`, as an exception_ptr for a Work to complete with.
 std::exception_ptr distBackendError(const std::string& what);
 
+// The name torch's profiler shows for an operation of `type` on a backend
+// called `backend`: "strata:all_reduce" (gloo's and NCCL's "<backend>:<op>"
+// form). Interned: RecordFunction keeps the pointer, not a copy.
+const char* profilingTitle(const std::string& backend, c10d::OpType type);
+
 class StrataWork : public c10d::Work {
  public:
-  StrataWork(int rank, c10d::OpType type, std::shared_ptr<CommLink> link, int sourceRank = -1);
+  // With a profiling title, torch's profiler (when on) records the operation
+  // as one asynchronous event from here to complete(), with the shapes of
+  // `inputs` (complex ones as their real views, as gloo records them).
+  StrataWork(int rank, c10d::OpType type, std::shared_ptr<CommLink> link, int sourceRank = -1,
+             const char* profilingTitle = nullptr, const std::vector<at::Tensor>& inputs = {});
 
   // Where the operation runs: on the CPU (no stream) or on this CUDA
   // communication stream. The first call decides; a later call with another

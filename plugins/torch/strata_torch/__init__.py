@@ -25,10 +25,19 @@ def version():
     return _C.version()
 
 
-def _create_backend(dist_backend_opts, backend_options):
-    """torch.distributed's extended creator: one strata communicator per process group."""
-    return _C.create_backend(dist_backend_opts.store, dist_backend_opts.group_rank, dist_backend_opts.group_size,
-                             dist_backend_opts.timeout.total_seconds())
+def _creator(name):
+    """torch.distributed's extended creator of strata process groups whose profiler events are
+    named "<name>:<op>" ("strata:all_reduce"): pass another name when registering strata under it."""
+
+    def create(dist_backend_opts, backend_options):
+        return _C.create_backend(dist_backend_opts.store, dist_backend_opts.group_rank,
+                                 dist_backend_opts.group_size, dist_backend_opts.timeout.total_seconds(),
+                                 profiling_name=name)
+
+    return create
+
+
+_create_backend = _creator(BACKEND_NAME)  # one strata communicator per process group
 
 
 if BACKEND_NAME not in dist.Backend.backend_list:

@@ -430,13 +430,43 @@ def check_cuda_streams():
                                                                      for r in range(WORLD)], torch.float32))
 
 
+def check_profiler_events():
+    """Each operation is one asynchronous 'strata:<op>' event of torch's profiler, with its inputs' shapes
+    (complex tensors as their real views), as gloo's 'gloo:<op>' events are."""
+    real = inputs("prof", RANK, (7, 3), torch.float32).to(DEVICE)
+    cplx = inputs("prof-c", RANK, (5,), torch.float32).to(DEVICE).to(torch.complex64)
+    outs = [torch.empty_like(real) for _ in range(WORLD)]
+    a2a_in = inputs("prof-a2a", RANK, (WORLD * 4,), torch.float32).to(DEVICE)
+    with torch.autograd.profiler.profile(record_shapes=True) as prof:
+        dist.all_reduce(real, group=STRATA)
+        dist.all_reduce(cplx, group=STRATA)
+        dist.broadcast(real, src=0, group=STRATA, async_op=True).wait()
+        dist.all_gather(outs, real, group=STRATA)
+        dist.all_to_all_single(torch.empty_like(a2a_in), a2a_in, group=STRATA)
+        dist.barrier(group=STRATA)
+    want = {"strata:all_reduce": [[[7, 3]], [[5, 2]]], "strata:broadcast": [[[7, 3]]],
+            "strata:all_gather": [[[7, 3]]], "strata:all_to_all": [[[WORLD * 4]]], "strata:barrier": [[]]}
+    events = [e for e in prof.function_events if e.name.startswith("strata:")]
+    for name, shapes in want.items():
+        got = [e for e in events if e.name == name]
+        if sorted(e.input_shapes for e in got) != sorted(shapes):
+            failures.append(f"profiler: {name} events with input shapes {[e.input_shapes for e in got]}, "
+                            f"want {shapes}")
+        for e in got:
+            if not e.is_async or e.count != 1 or e.cpu_time < 0:
+                failures.append(f"profiler: {name} event async={e.is_async} count={e.count} cpu_time={e.cpu_time}")
+    extra = sorted({e.name for e in events} - set(want))
+    if extra:
+        failures.append(f"profiler: unexpected strata events {extra}")
+
+
 def scenario_collectives():
     global STRATA, GLOO
     dist.init_process_group("strata", timeout=timedelta(seconds=60))
     STRATA = dist.group.WORLD
     GLOO = dist.new_group(backend="gloo")
     checks = [check_all_reduce, check_sparse_all_reduce, check_async_and_future, check_coalesced, check_broadcast_reduce, check_gathers,
-              check_reduce_scatters, check_all_to_all, check_p2p, check_groups, check_errors]
+              check_reduce_scatters, check_all_to_all, check_p2p, check_groups, check_errors, check_profiler_events]
     if ON_CUDA:
         checks.append(check_cuda_streams)
     for check in checks:

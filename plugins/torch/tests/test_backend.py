@@ -155,6 +155,19 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
         assert p.returncode == 0 and "WHEEL OK " + str(venv) in o, f"rank {r} (exit {p.returncode}):\n{o[-3000:]}"
 
 
+@pytest.mark.parametrize("mode", ["plugin", "as-gloo"])
+def test_torchs_own_suite_ci_part(mode):
+    """torch's distributed suite, the part torch_suite_ci.txt lists, on strata_torch (torch_suite.py --ci): no
+    failure beyond torch_suite_expected.txt's, none of those passing, no listed test missing from this torch."""
+    suite = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_suite.py")
+    out = subprocess.run([sys.executable, suite, "--mode", mode, "--ci"], capture_output=True, text=True,
+                         timeout=900, cwd=os.path.dirname(suite),
+                         env={k: v for k, v in os.environ.items() if k not in ("BACKEND", "WORLD_SIZE", "TEMP_DIR")})
+    summary = [line for line in out.stdout.splitlines() if line.startswith("torch_suite:")]
+    assert out.returncode == 0 and summary, "\n".join(summary) + "\n" + out.stderr[-6000:]
+    print("\n".join(summary))
+
+
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs Open MPI's mpirun (scripts/setup.sh test installs it)")
 def test_mpirun_with_master_addr():
     port = free_port()
