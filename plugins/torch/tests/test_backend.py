@@ -155,6 +155,18 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
         assert p.returncode == 0 and "WHEEL OK " + str(venv) in o, f"rank {r} (exit {p.returncode}):\n{o[-3000:]}"
 
 
+def test_accelerate_trains_the_same_parameters_as_over_gloo(tmp_path):
+    """Hugging Face Accelerate (CPU) on a strata process group ends with the parameters it reaches over gloo."""
+    got = {}
+    for backend in ("strata", "gloo"):
+        out = tmp_path / f"{backend}.pt"
+        run("accelerate", 2, backend, str(out), timeout=600).check()
+        import torch
+        got[backend] = torch.load(out)
+    for i, (s, g) in enumerate(zip(got["strata"], got["gloo"], strict=True)):
+        assert torch.allclose(s, g, rtol=1e-6, atol=1e-7), f"parameter {i}: strata and gloo differ by {(s - g).abs().max()}"
+
+
 @pytest.mark.parametrize("mode", ["plugin", "as-gloo"])
 def test_torchs_own_suite_ci_part(mode):
     """torch's distributed suite, the part torch_suite_ci.txt lists, on strata_torch (torch_suite.py --ci): no

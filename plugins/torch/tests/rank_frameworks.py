@@ -1,0 +1,57 @@
+"""Frameworks on top of torch.distributed, on strata (one rank of a scenario
+of rank_main.py): Hugging Face Accelerate trains a small model on CPU through
+the process group the script made, and rank 0 saves the final parameters, so
+that the test can compare a strata run with a gloo run.
+"""
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from rank_common import RANK, WORLD, failures
+
+
+def scenario_accelerate(backend, out_path):
+    """Accelerate (CPU, MULTI_CPU) on a process group of `backend` made first: Accelerate then uses it as
+    its own (it makes one only when none exists). 12 steps of a small CNN, the data sharded by Accelerate."""
+    from accelerate import Accelerator
+    from torch.utils.data import DataLoader, TensorDataset
+
+    import strata_torch  # noqa: F401  (registers "strata")
+    from rank_main import small_model
+
+    dist.init_process_group(backend, timeout=timedelta(seconds=60))
+    accelerator = Accelerator(cpu=True)
+    if accelerator.num_processes != WORLD or accelerator.process_index != RANK:
+        failures.append(f"Accelerate sees {accelerator.num_processes} processes, this one as "
+                        f"{accelerator.process_index}; want {WORLD}, {RANK}")
+    if dist.get_backend() != backend:
+        failures.append(f"the default process group is {dist.get_backend()} under Accelerate, want {backend}")
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(7)  # the same dataset on every rank; Accelerate gives each its shard
+    data = TensorDataset(torch.randn(12 * 4 * WORLD, 3, 32, 32, generator=g),
+                         torch.randint(0, 10, (12 * 4 * WORLD,), generator=g))
+    model = small_model()
+    before = [p.detach().clone() for p in model.parameters()]
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    model, opt, loader = accelerator.prepare(model, opt, DataLoader(data, batch_size=4, shuffle=False))
+    steps = 0
+    for x, y in loader:
+        opt.zero_grad(set_to_none=True)
+        accelerator.backward(F.cross_entropy(model(x), y))
+        opt.step()
+        steps += 1
+    if steps != 12:
+        failures.append(f"Accelerate gave this rank {steps} batches, want 12")
+    params = [p.detach().clone() for p in accelerator.unwrap_model(model).parameters()]
+    if all(torch.equal(a, b) for a, b in zip(params, before)):
+        failures.append("training under Accelerate left the parameters unchanged")
+    flat = torch.cat([p.flatten() for p in params])
+    everyone = [torch.empty_like(flat) for _ in range(WORLD)]
+    dist.all_gather(everyone, flat)
+    if any(not torch.equal(everyone[0], other) for other in everyone[1:]):
+        failures.append("the ranks' parameters differ after training under Accelerate")
+    if RANK == 0:
+        torch.save(params, out_path)
+    accelerator.end_training()  # destroys the process group too
