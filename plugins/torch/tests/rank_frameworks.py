@@ -1,7 +1,7 @@
 """Frameworks on top of torch.distributed, on strata (one rank of a scenario
-of rank_main.py): Hugging Face Accelerate trains a small model on CPU through
-the process group the script made, and rank 0 saves the final parameters, so
-that the test can compare a strata run with a gloo run.
+of rank_main.py): Hugging Face Accelerate and DeepSpeed ZeRO train a small
+model on CPU, and rank 0 saves the final parameters, so that the test can
+compare a strata run with a gloo run.
 """
 from datetime import timedelta
 
@@ -55,3 +55,35 @@ def scenario_accelerate(backend, out_path):
     if RANK == 0:
         torch.save(params, out_path)
     accelerator.end_training()  # destroys the process group too
+
+
+def scenario_deepspeed(backend, stage, out_path):
+    """DeepSpeed ZeRO stage 1, 2 or 3 on CPU (deepspeed.init_distributed(dist_backend=backend)): 6 steps of a
+    small CNN with SGD; ZeRO's reduce-scatters, all-gathers and broadcasts go through the backend."""
+    import deepspeed
+
+    import strata_torch  # noqa: F401  (registers "strata")
+    from rank_main import small_model
+
+    deepspeed.init_distributed(dist_backend=backend, timeout=timedelta(seconds=60))
+    if dist.get_backend() != backend:
+        failures.append(f"DeepSpeed's process group is {dist.get_backend()}, want {backend}")
+    torch.set_num_threads(1)
+    model = small_model()
+    before = [p.detach().clone() for p in model.parameters()]
+    config = {"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 1,
+              "zero_allow_untested_optimizer": True, "zero_optimization": {"stage": int(stage)}}
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.01,
+                                                                                  momentum=0.9), config=config)
+    for step in range(6):
+        g = torch.Generator().manual_seed(1000 * step + RANK)
+        x, y = torch.randn(4, 3, 32, 32, generator=g), torch.randint(0, 10, (4,), generator=g)
+        engine.backward(F.cross_entropy(engine(x), y))
+        engine.step()
+    with deepspeed.zero.GatheredParameters(list(engine.module.parameters()), enabled=int(stage) == 3):
+        params = [p.detach().clone() for p in engine.module.parameters()]
+    if all(torch.equal(a, b) for a, b in zip(params, before)):
+        failures.append(f"ZeRO stage {stage} left the parameters unchanged")
+    if RANK == 0:
+        torch.save(params, out_path)
+    dist.destroy_process_group()

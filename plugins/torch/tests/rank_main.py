@@ -6,7 +6,7 @@ on the CPU from every rank's inputs (each rank can regenerate any rank's
 inputs). STRATA_TEST_DEVICE=cuda runs the checks on CUDA tensors (every rank
 on cuda:LOCAL_RANK modulo the GPUs there are), against the reference only.
 Shared helpers are in rank_common.py, the failure scenarios in rank_faults.py,
-frameworks on top (Accelerate) in rank_frameworks.py.
+frameworks on top (Accelerate, DeepSpeed) in rank_frameworks.py.
 """
 import os
 import sys
@@ -21,7 +21,7 @@ from rank_common import (DEVICE, DTYPES, ON_CUDA, OPS, RANK, WORLD, close, close
                          params_close, reduce_ref)
 from rank_faults import (scenario_dead_peer, scenario_elastic, scenario_monitored_barrier,  # noqa: F401
                          scenario_silent_peer)
-from rank_frameworks import scenario_accelerate  # noqa: F401
+from rank_frameworks import scenario_accelerate, scenario_deepspeed  # noqa: F401
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "examples"))
 
