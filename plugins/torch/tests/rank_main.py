@@ -432,6 +432,31 @@ def check_cuda_streams():
                                                                      for r in range(WORLD)], torch.float32))
 
 
+def check_functional_and_dtensor():
+    """torch's functional collectives, DeviceMesh and DTensor over strata (the default group), against float64."""
+    import torch.distributed._functional_collectives as funcol
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
+    mesh = init_device_mesh(DEVICE.type, (WORLD,))
+    if dist.get_backend(mesh.get_group()) != "strata":
+        failures.append(f"DeviceMesh's group is {dist.get_backend(mesh.get_group())}, want strata")
+    parts = [inputs("funcol", r, (37,), torch.float32) for r in range(WORLD)]
+    close("funcol.all_reduce sum", funcol.all_reduce(parts[RANK], "sum", mesh).wait(),
+          reduce_ref("SUM", parts, torch.float32))
+    close("funcol.all_gather_single", funcol.all_gather_single(parts[RANK], 0, mesh).wait(), torch.cat(parts))
+    rs_parts = [inputs("funcol-rs", r, (WORLD * 5,), torch.float32) for r in range(WORLD)]
+    close("funcol.reduce_scatter_single sum", funcol.reduce_scatter_single(rs_parts[RANK], "sum", 0, mesh).wait(),
+          reduce_ref("SUM", rs_parts, torch.float32)[RANK * 5:(RANK + 1) * 5])
+    full = inputs("dtensor", 0, (7, 3), torch.float32)  # 7 rows: uneven shards on 2 and 3 ranks
+    sharded = distribute_tensor(full, mesh, [Shard(0)])
+    close("DTensor Shard(0) -> full_tensor", sharded.full_tensor(), full)
+    partial = DTensor.from_local(parts[RANK], mesh, [Partial()])
+    close("DTensor Partial -> Replicate", partial.redistribute(mesh, [Replicate()]).to_local(),
+          reduce_ref("SUM", parts, torch.float32))
+    summed = partial.redistribute(mesh, [Shard(0)]).full_tensor()  # a reduce-scatter, then an all-gather
+    close("DTensor Partial -> Shard(0) -> full", summed, reduce_ref("SUM", parts, torch.float32))
+
+
 def check_profiler_events():
     """Each operation is one asynchronous 'strata:<op>' event of torch's profiler, with its inputs' shapes
     (complex tensors as their real views), as gloo's 'gloo:<op>' events are."""
@@ -468,7 +493,8 @@ def scenario_collectives():
     STRATA = dist.group.WORLD
     GLOO = dist.new_group(backend="gloo")
     checks = [check_all_reduce, check_sparse_all_reduce, check_async_and_future, check_coalesced, check_broadcast_reduce, check_gathers,
-              check_reduce_scatters, check_all_to_all, check_p2p, check_groups, check_errors, check_profiler_events]
+              check_reduce_scatters, check_all_to_all, check_p2p, check_groups, check_errors, check_profiler_events,
+              check_functional_and_dtensor]
     if ON_CUDA:
         checks.append(check_cuda_streams)
     for check in checks:

@@ -12,7 +12,8 @@ Mode "as-gloo": BACKEND=gloo, and every process group the suite asks gloo for
 is a strata one (gloo's registered creator replaced by strata's, naming its
 profiler events "gloo:<op>", which the suite counts), so those tests run on
 strata too; asserts on the backend's name then fail (torch-side).
-World size 2, CPU only. Expected failures are listed per mode in
+World size 2 (WORLD_SIZE=8 in the environment runs the subgroup tests that
+skip below 8), CPU only. Expected failures are listed per mode in
 torch_suite_expected.txt with the reason for each; the run fails on any
 other failure and on an expected failure that passes. A mode takes about 11
 minutes on a 2-core machine (285 tests, each two freshly spawned processes),
