@@ -23,12 +23,6 @@ clang_build() {  # dir, sanitizers, extra cmake args...
     "$@" >/dev/null
   cmake --build "$dir" --parallel "$(nproc)"
 }
-# ctest in DIR with ARGS; on failure, what the failing tests said, repeated last.
-run_ctest() {
-  local dir=$1
-  shift
-  ctest --test-dir "$dir" --output-on-failure --timeout 900 "$@" || { local rc=$?; scripts/ctest_failures.sh "$dir"; return $rc; }
-}
 multiproc='Collectives.*/(shm_3ranks|tcp_3ranks_2sockets|ofi_3ranks_tcp|ucx_3ranks_tcp)$'
 multiproc+='|KilledRank.*/(shm_3|tcp_4|ofi_3_tcp|ucx_3_tcp)$|GroupFusion.*/shm_3ranks$|FusionContextTest.*/3ranks$'
 multiproc+='|^Forced/TopoFileAlgorithms\.|^Sizes/RingShift\.'
@@ -39,15 +33,15 @@ if [ "$jobs" = all ] || [ "$jobs" = asan ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
   export LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  run_ctest build-asan -L 'unit|fuzz'
-  run_ctest build-asan -L multiproc -R "$multiproc"
-  run_ctest build-asan -L emulated
+  scripts/run_ctest.sh build-asan -L 'unit|fuzz'
+  scripts/run_ctest.sh build-asan -L multiproc -R "$multiproc"
+  scripts/run_ctest.sh build-asan -L emulated
 fi
 if [ "$jobs" = all ] || [ "$jobs" = tsan ]; then
   clang_build build-tsan thread
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp
-  run_ctest build-tsan -L unit -R 'Fusion|Plan'
-  run_ctest build-tsan -L multiproc \
+  scripts/run_ctest.sh build-tsan -L unit -R 'Fusion|Plan'
+  scripts/run_ctest.sh build-tsan -L multiproc \
     -R '^(FusionContext|FlightRecorder\.Sigusr|Recovery|Strangers|Stats)\.|FusionContextTest.*/3ranks$|Collectives.*/shm_3ranks$'
-  run_ctest build-tsan -L emulated
+  scripts/run_ctest.sh build-tsan -L emulated
 fi

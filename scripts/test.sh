@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
 scripts/build.sh
-ctest --test-dir build --output-on-failure --timeout 900 -LE soak "$@" || { rc=$?; scripts/ctest_failures.sh build; exit $rc; }
+scripts/run_ctest.sh build -LE soak "$@"
 # Sanitizers (ASan + UBSan, TSan) and fuzzing: scripts/sanitize.sh.
 if [ "${STRATA_SKIP_SANITIZERS:-0}" != 1 ]; then
   scripts/sanitize.sh

@@ -211,7 +211,7 @@ bool OfiEndpoint::postSend(uint64_t peer, int rail, const void* buf, size_t len,
     fail(strataRemoteError, "rank %d cannot be reached (libfabric %s refused a send of %zu bytes to it: %s); "
          "it exited or its link is down", peerRanks_[peer], r.info->fabric_attr->prov_name, len,
          ofiError(int(rc)).c_str());
-  if (rc != 0)
+  else if (rc != 0)
     fail(strataSystemError, "libfabric %s: fi_tsend of %zu bytes failed: %s",
          r.info->fabric_attr->prov_name, len, ofiError(int(rc)).c_str());
   return true;

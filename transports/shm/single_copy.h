@@ -43,7 +43,7 @@ constexpr size_t kSingleCopyMeasured = kSingleCopyNever - 1;
 constexpr size_t kSingleCopyMinBytes = 64 * 1024;
 size_t singleCopyThreshold(const Config& config, std::string* why);
 // The measured threshold (measuring this process's copy rates the first time
-// it is asked, ~5 ms): single copy pays where n / kernel + call < 2 n / memcpy,
+// it is asked, a few ms): single copy pays where n / kernel + call < 2 n / memcpy,
 // from kSingleCopyMinBytes; kSingleCopyNever where the kernel copy is slower.
 size_t measuredSingleCopyThreshold(std::string* why);
 

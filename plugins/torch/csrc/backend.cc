@@ -116,7 +116,7 @@ void StrataBackend::startCoalescing() {
   TORCH_CHECK(!coalescing_, "strata: startCoalescing called twice without endCoalescing");
   coalescing_ = true;
   coalesced_ = Batch{{}, c10::make_intrusive<StrataWork>(rank_, c10d::OpType::COALESCED, link_, -1,
-                                                          profilingTitle(profilingName_, c10d::OpType::COALESCED))};
+                                                          titles_.of(c10d::OpType::COALESCED))};
 }
 
 c10::intrusive_ptr<c10d::Work> StrataBackend::endCoalescing() {
@@ -141,7 +141,7 @@ c10::intrusive_ptr<c10d::Work> StrataBackend::submit(c10d::OpType type, const st
     coalesced_.work->addOutputs(outputs);
     return coalesced_.work;
   }
-  auto work = c10::make_intrusive<StrataWork>(rank_, type, link_, sourceRank, profilingTitle(profilingName_, type), inputs);
+  auto work = c10::make_intrusive<StrataWork>(rank_, type, link_, sourceRank, titles_.of(type), inputs);
   work->runsOn(call.stream());
   work->addOutputs(outputs);
   queue_->push(Batch{std::move(ops), work}, waits || call.stream().has_value());

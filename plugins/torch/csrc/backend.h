@@ -40,7 +40,10 @@ class StrataBackend : public c10d::Backend {
   const std::string getBackendName() const override { return "strata"; }
   // The name torch's profiler events carry before ":<op>" ("strata" unless
   // the backend was registered under another name); split groups inherit it.
-  void setProfilingName(std::string name) { profilingName_ = std::move(name); }
+  void setProfilingName(const std::string& name) {
+    profilingName_ = name;
+    titles_ = ProfilingTitles(name);
+  }
   bool supportsSplitting() const override { return true; }
   bool supportsCoalescing() const override { return true; }
   c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store,
@@ -137,6 +140,7 @@ class StrataBackend : public c10d::Backend {
   strataStream_t stream_ = nullptr;
   std::chrono::milliseconds timeout_;
   std::string profilingName_ = "strata";
+  ProfilingTitles titles_{profilingName_};
   std::unique_ptr<OpQueue> queue_;
   bool coalescing_ = false;
   Batch coalesced_;

@@ -74,11 +74,12 @@ std::optional<std::vector<at::Tensor>> profiledShapes(const char* title, const s
 
 }  // namespace
 
-const char* profilingTitle(const std::string& backend, c10d::OpType type) {
+ProfilingTitles::ProfilingTitles(const std::string& backend) {
   static std::mutex mutex;
-  static std::set<std::string> titles;  // nodes never move: their c_str() stays valid
+  static std::set<std::string> interned;  // nodes never move: their c_str() stays valid
   std::lock_guard<std::mutex> lock(mutex);
-  return titles.insert(backend + ":" + operationName(type)).first->c_str();
+  for (size_t t = 0; t < titles_.size(); ++t)
+    titles_[t] = interned.insert(backend + ":" + operationName(c10d::OpType(t))).first->c_str();
 }
 
 StrataWork::StrataWork(int rank, c10d::OpType type, std::shared_ptr<CommLink> link, int sourceRank,

@@ -12,6 +12,7 @@
 #include <strata/strata.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -51,10 +52,18 @@ class CommLink {
 // A DistBackendError carrying `what`, as an exception_ptr for a Work to complete with.
 std::exception_ptr distBackendError(const std::string& what);
 
-// The name torch's profiler shows for an operation of `type` on a backend
-// called `backend`: "strata:all_reduce" (gloo's and NCCL's "<backend>:<op>"
-// form). Interned: RecordFunction keeps the pointer, not a copy.
-const char* profilingTitle(const std::string& backend, c10d::OpType type);
+// The names torch's profiler shows for a backend's operations:
+// "strata:all_reduce" (gloo's and NCCL's "<backend>:<op>" form), made once
+// per backend name and kept for the process (RecordFunction keeps the
+// pointer, not a copy), so an operation only indexes a table.
+class ProfilingTitles {
+ public:
+  explicit ProfilingTitles(const std::string& backend);
+  const char* of(c10d::OpType type) const { return titles_[size_t(type)]; }
+
+ private:
+  std::array<const char*, 256> titles_;  // by OpType (a uint8_t)
+};
 
 class StrataWork : public c10d::Work {
  public:

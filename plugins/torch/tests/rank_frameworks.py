@@ -12,6 +12,14 @@ import torch.nn.functional as F
 from rank_common import RANK, WORLD, failures
 
 
+def save_trained(params, before, what, out_path):
+    """Records a failure if training left the parameters as they were; rank 0 saves them for the test."""
+    if all(torch.equal(a, b) for a, b in zip(params, before)):
+        failures.append(f"{what} left the parameters unchanged")
+    if RANK == 0:
+        torch.save(params, out_path)
+
+
 def scenario_accelerate(backend, out_path):
     """Accelerate (CPU, MULTI_CPU) on a process group of `backend` made first: Accelerate then uses it as
     its own (it makes one only when none exists). 12 steps of a small CNN, the data sharded by Accelerate."""
@@ -45,15 +53,12 @@ def scenario_accelerate(backend, out_path):
     if steps != 12:
         failures.append(f"Accelerate gave this rank {steps} batches, want 12")
     params = [p.detach().clone() for p in accelerator.unwrap_model(model).parameters()]
-    if all(torch.equal(a, b) for a, b in zip(params, before)):
-        failures.append("training under Accelerate left the parameters unchanged")
     flat = torch.cat([p.flatten() for p in params])
     everyone = [torch.empty_like(flat) for _ in range(WORLD)]
     dist.all_gather(everyone, flat)
     if any(not torch.equal(everyone[0], other) for other in everyone[1:]):
         failures.append("the ranks' parameters differ after training under Accelerate")
-    if RANK == 0:
-        torch.save(params, out_path)
+    save_trained(params, before, "training under Accelerate", out_path)
     accelerator.end_training()  # destroys the process group too
 
 
@@ -82,8 +87,5 @@ def scenario_deepspeed(backend, stage, out_path):
         engine.step()
     with deepspeed.zero.GatheredParameters(list(engine.module.parameters()), enabled=int(stage) == 3):
         params = [p.detach().clone() for p in engine.module.parameters()]
-    if all(torch.equal(a, b) for a, b in zip(params, before)):
-        failures.append(f"ZeRO stage {stage} left the parameters unchanged")
-    if RANK == 0:
-        torch.save(params, out_path)
+    save_trained(params, before, f"ZeRO stage {stage}", out_path)
     dist.destroy_process_group()

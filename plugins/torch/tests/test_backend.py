@@ -155,16 +155,22 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
         assert p.returncode == 0 and "WHEEL OK " + str(venv) in o, f"rank {r} (exit {p.returncode}):\n{o[-3000:]}"
 
 
-def test_accelerate_trains_the_same_parameters_as_over_gloo(tmp_path):
-    """Hugging Face Accelerate (CPU) on a strata process group ends with the parameters it reaches over gloo."""
+def _trains_as_over_gloo(scenario, *args, tmp_path):
+    """Runs a training scenario of rank_frameworks.py over strata and over gloo (2 ranks); asserts that rank 0
+    saved the same parameters."""
+    import torch
     got = {}
     for backend in ("strata", "gloo"):
         out = tmp_path / f"{backend}.pt"
-        run("accelerate", 2, backend, str(out), timeout=600).check()
-        import torch
+        run(scenario, 2, backend, *args, str(out), timeout=600).check()
         got[backend] = torch.load(out)
     for i, (s, g) in enumerate(zip(got["strata"], got["gloo"], strict=True)):
         assert torch.allclose(s, g, rtol=1e-6, atol=1e-7), f"parameter {i}: strata and gloo differ by {(s - g).abs().max()}"
+
+
+def test_accelerate_trains_the_same_parameters_as_over_gloo(tmp_path):
+    """Hugging Face Accelerate (CPU) on a strata process group ends with the parameters it reaches over gloo."""
+    _trains_as_over_gloo("accelerate", tmp_path=tmp_path)
 
 
 def _deepspeed_missing():
@@ -180,14 +186,7 @@ def _deepspeed_missing():
 @pytest.mark.parametrize("stage", [1, 2, 3])
 def test_deepspeed_zero_trains_the_same_parameters_as_over_gloo(stage, tmp_path):
     """DeepSpeed ZeRO (CPU) on strata ends with the parameters it reaches over gloo, at every stage."""
-    import torch
-    got = {}
-    for backend in ("strata", "gloo"):
-        out = tmp_path / f"{backend}.pt"
-        run("deepspeed", 2, backend, stage, str(out), timeout=600).check()
-        got[backend] = torch.load(out)
-    for i, (s, g) in enumerate(zip(got["strata"], got["gloo"], strict=True)):
-        assert torch.allclose(s, g, rtol=1e-6, atol=1e-7), f"parameter {i}: strata and gloo differ by {(s - g).abs().max()}"
+    _trains_as_over_gloo("deepspeed", stage, tmp_path=tmp_path)
 
 
 @pytest.mark.parametrize("mode", ["plugin", "as-gloo"])

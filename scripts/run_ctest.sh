@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Repeats, at the very end of a failed ctest run, what each failing test said
-# about its failure: CI shows only the head and tail of a long log, and a
-# failing test's own lines sit in the middle of it.
-# Usage: scripts/ctest_failures.sh BUILD_DIR
-dir=${1:-build}/Testing/Temporary
-[ -f "$dir/LastTestsFailed.log" ] || exit 0
+# ctest in BUILD_DIR (output on failure, 900 s a test) with ARGS; when it
+# fails, repeats at the very end what each failing test said about its
+# failure: CI shows only the head and tail of a long log, and a failing
+# test's own lines sit in the middle of it. Exits with ctest's status.
+# Usage: scripts/run_ctest.sh BUILD_DIR [CTEST ARGS...]
+build=$1
+shift
+ctest --test-dir "$build" --output-on-failure --timeout 900 "$@" && exit 0
+rc=$?
+dir=$build/Testing/Temporary
+[ -f "$dir/LastTestsFailed.log" ] || exit $rc
 echo "==== what the failing tests said (from $dir/LastTest.log) ===="
 while IFS=: read -r _ name; do
   [ -n "$name" ] || continue
@@ -24,3 +29,4 @@ while IFS=: read -r _ name; do
       for (i = (n > 15 ? n - 15 : 0); i < n; i++) print "  " line[i]
     }' "$dir/LastTest.log" | cut -c1-400 | head -n 80
 done < "$dir/LastTestsFailed.log"
+exit $rc
