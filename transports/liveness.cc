@@ -71,7 +71,7 @@ void LivenessSocket::throwIfGone() const {
          peer_);
 }
 
-void LivenessSocket::throwCauseWithin(int graceMs) {
+void LivenessSocket::readFramesWithin(int graceMs) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(graceMs);
   while (!closed_) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
@@ -79,7 +79,16 @@ void LivenessSocket::throwCauseWithin(int graceMs) {
     pollfd p{fd_.get(), POLLIN, 0};
     if (::poll(&p, 1, int(left.count())) > 0) onReadable();  // throws on an ABORT frame
   }
-  throwIfGone();
+}
+
+void LivenessSocket::throwCauseWithin(int graceMs) {
+  readFramesWithin(graceMs);
+  if (closed_) throwIfGone();
+}
+
+void LivenessSocket::throwAbortWithin(int graceMs) {
+  if (abortCode_ != strataSuccess) throwAbort();
+  readFramesWithin(graceMs);
 }
 
 void LivenessSocket::announce(const std::string& frame) noexcept {

@@ -25,6 +25,10 @@ class LivenessSocket {
   // what it says, since an aborting peer sends its cause (which rank died)
   // before it tears down. Returns when neither came.
   void throwCauseWithin(int graceMs);
+  // The same wait, but only an ABORT frame throws: for a failure that already
+  // names the peer's exit (a single-copy read of a lender that is gone), where
+  // the peer's own cause (a mismatch it found) is better, and EOF is not.
+  void throwAbortWithin(int graceMs);
   bool gone() const { return closed_; }
   void sendAbort(strataResult_t code, const std::string& message) noexcept;
   void announce(const std::string& frame) noexcept;
@@ -32,6 +36,8 @@ class LivenessSocket {
 
  private:
   [[noreturn]] void throwAbort() const;
+  // Reads until an ABORT frame (thrown), EOF or `graceMs` pass.
+  void readFramesWithin(int graceMs);
   Fd fd_;
   int peer_;
   bool closed_ = false;

@@ -70,6 +70,31 @@ TEST(LivenessCause, ASilentPeerLeavesTheCallersErrorAfterTheGrace) {
   EXPECT_FALSE(mine.gone());
 }
 
+TEST(LivenessAbortOnly, AnAbortSentBeforeTheExitIsThrown) {
+  SocketPair p;
+  LivenessSocket mine(Fd(p.ends[0]), 5);
+  std::string frame = encodeAbortFrame(strataMismatch, "rank 5 called all_gather, rank 0 broadcast");
+  ASSERT_EQ(::send(p.ends[1], frame.data(), frame.size(), 0), ssize_t(frame.size()));
+  ::close(p.ends[1]);
+  try {
+    mine.throwAbortWithin(2000);
+    ADD_FAILURE() << "the ABORT frame was not thrown";
+  } catch (const PeerAbort& e) {
+    EXPECT_EQ(e.code(), strataMismatch);
+    EXPECT_NE(std::string(e.what()).find("rank 5 called all_gather"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LivenessAbortOnly, AnExitWithoutAbortLeavesTheCallersErrorAtOnce) {
+  SocketPair p;
+  LivenessSocket mine(Fd(p.ends[0]), 6);
+  ::close(p.ends[1]);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_NO_THROW(mine.throwAbortWithin(5000));
+  EXPECT_LT(secondsSince(t0), 2.5);  // EOF ends the wait; it is not the grace
+  EXPECT_TRUE(mine.gone());
+}
+
 TEST(TcpStreamCause, AnAbortBehindUnreadDataFramesIsThePeersCause) {
   SocketPair p;
   TcpStream mine(Fd(p.ends[0]), 2, 1 << 16);

@@ -174,7 +174,7 @@ class ShmChannel : public LivenessChannel {
     if (offset_ >= bouncedFrom_ + bounced_) {
       bounced_ = std::min(length_ - offset_, kBounceBytes);
       bounce_.resize(kBounceBytes);
-      readPeerMemory(peerPid_, lentAddress_ + offset_, bounce_.data(), bounced_, live_.peer());
+      readLent(bounce_.data(), bounced_);
       bouncedFrom_ = offset_;
     }
     return {bounce_.data() + (offset_ - bouncedFrom_), bouncedFrom_ + bounced_ - offset_};
@@ -184,7 +184,7 @@ class ShmChannel : public LivenessChannel {
     if (!havePacket()) return 0;
     if (!lent_ || offset_ < bouncedFrom_ + bounced_) return Channel::tryRecvInto(dst, n);
     n = std::min(n, length_ - offset_);
-    readPeerMemory(peerPid_, lentAddress_ + offset_, dst, n, live_.peer());
+    readLent(dst, n);
     consumeRecv(n);
     return n;
   }
@@ -206,6 +206,16 @@ class ShmChannel : public LivenessChannel {
   static constexpr size_t kNoPacket = ~size_t(0);
   static constexpr size_t kMaxLentBytes = size_t(1) << 30;
   static constexpr size_t kBounceBytes = 256 * 1024;
+  // How long a failed read of a lent region waits for the lender's ABORT.
+  static constexpr int kAbortGraceMs = 200;
+
+  // Reads `n` bytes of the lent region at the current offset. A lender that
+  // found an error (a mismatch) sends its ABORT and exits, so the read can
+  // fail before the frame is read: that cause is reported when it comes.
+  void readLent(uint8_t* dst, size_t n) {
+    preferringPeerCause([&] { readPeerMemory(peerPid_, lentAddress_ + offset_, dst, n, live_.peer()); },
+                        [&] { live_.throwAbortWithin(kAbortGraceMs); });
+  }
 
   // Whether the next slot of the peer's inbox may be written.
   bool slotFree() {
