@@ -229,6 +229,7 @@ struct MismatchCase {
   const char* name;
   size_t count0, count1;
   strataDataType_t dtype0, dtype1;
+  bool singleCopy = false;  // shm lends every packet: readers read the lender's memory
 };
 
 class Mismatch : public ::testing::TestWithParam<MismatchCase> {};
@@ -238,6 +239,7 @@ TEST_P(Mismatch, EveryRankGetsStrataMismatchNamingBothSides) {
   test::RankSpec spec;
   spec.nranks = 3;
   spec.env = {{"STRATA_TIMEOUT_MS", "20000"}};
+  if (mc.singleCopy) spec.env["STRATA_SHM_SINGLE_COPY_BYTES"] = "1";
   auto outcomes = test::runRanks(spec, [mc](int rank, int, strataComm_t comm, const strataUniqueId&) {
     int problems = 0;
     std::vector<double> in(mc.count0 + mc.count1 + 8, 1.0), out(in.size());
@@ -261,6 +263,7 @@ INSTANTIATE_TEST_SUITE_P(
     Kinds, Mismatch,
     ::testing::Values(MismatchCase{"small_count", 1000, 1001, strataFloat32, strataFloat32},
                       MismatchCase{"large_count", 1000000, 1000003, strataFloat32, strataFloat32},
+                      MismatchCase{"large_count_single_copy", 1000000, 1000003, strataFloat32, strataFloat32, true},
                       MismatchCase{"dtype", 4096, 4096, strataFloat32, strataInt32}),
     [](const auto& info) { return std::string(info.param.name); });
 
