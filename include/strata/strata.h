@@ -228,6 +228,23 @@ typedef struct {
 /// Fills *stats (STRATA_STATS=1 also prints them when the communicator is destroyed).
 strataResult_t strataCommGetStats(const strataComm_t comm, strataStats_t* stats);
 
+/// What this rank has seen of one peer, to find where a rank that never came
+/// was (torch's monitored_barrier reports it): the last operation whose
+/// descriptor this rank received from the peer (a descriptor travels with the
+/// data, so a peer this rank has not received from in the plans run so far,
+/// such as its successor in a ring, reads 0), and how far this rank itself is.
+/// Operations are numbered per communicator as strata issues them (each
+/// collective, each group of sends and receives). Safe to call while another
+/// thread runs an operation on the communicator; an error is the calling
+/// thread's (strataGetLastError(NULL)), not the communicator's.
+typedef struct {
+  uint64_t lastSeq;           ///< the peer's last operation this rank received (0: none yet)
+  strataStatColl_t lastColl;  ///< what that operation was (when lastSeq > 0)
+  uint64_t thisRankSeq;       ///< the number of operations this rank has started
+} strataPeerState_t;
+
+strataResult_t strataCommGetPeerState(const strataComm_t comm, int peer, strataPeerState_t* state);
+
 /// Operations between GroupStart and GroupEnd are issued together at GroupEnd;
 /// send/recv pairs inside a group never deadlock. Groups nest.
 strataResult_t strataGroupStart(void);

@@ -11,6 +11,7 @@
 #include "core/comm.h"
 #include "core/error.h"
 #include "obs/dump_signal.h"
+#include "obs/op_record.h"
 
 using namespace strata;
 
@@ -214,6 +215,20 @@ strataResult_t strataCommGetStats(const strataComm_t comm, strataStats_t* stats)
     Comm* live = liveComm(comm, "strataCommGetStats");
     if (!stats) fail(strataInvalidArgument, "the stats pointer is NULL");
     *stats = live->observer().stats();
+  });
+}
+
+strataResult_t strataCommGetPeerState(const strataComm_t comm, int peer, strataPeerState_t* state) {
+  Comm* c = nullptr;
+  return guarded("strataCommGetPeerState", c, [&] {
+    Comm* live = liveComm(comm, "strataCommGetPeerState");
+    if (!state) fail(strataInvalidArgument, "the state pointer is NULL");
+    if (peer < 0 || peer >= live->nranks())
+      fail(strataInvalidArgument, "peer %d is not a rank of this communicator (0..%d)", peer, live->nranks() - 1);
+    auto [seq, coll] = live->lastSeenFromAnyThread(peer);
+    state->lastSeq = seq;
+    state->lastColl = seq ? statCollOf(coll) : strataStatAllReduce;
+    state->thisRankSeq = live->seq();
   });
 }
 

@@ -175,8 +175,7 @@ std::string Comm::lastSeenSummary() const {
   std::string s = "last operation received from each peer:";
   for (int p = 0; p < nranks_; ++p) {
     if (p == rank_) continue;
-    uint64_t seq = lastSeenSeq_[size_t(p)].load(std::memory_order_relaxed);
-    Coll coll = Coll(lastSeenColl_[size_t(p)].load(std::memory_order_relaxed));
+    auto [seq, coll] = lastSeenFromAnyThread(p);
     s += seq ? format(" rank %d: %s #%llu;", p, collName(coll), (unsigned long long)seq)
              : format(" rank %d: none;", p);
   }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bootstrap/socket.h"
@@ -37,7 +38,13 @@ class Comm : public LinkSet {
   int timeoutMs() const override { return config_.timeoutMs; }
   int nranks() const { return nranks_; }
   const Config& config() const { return config_; }
-  uint64_t nextSeq() { return ++collSeq_; }
+  // One thread issues operations; others may read how far it is (seq()).
+  uint64_t nextSeq() {
+    const uint64_t s = collSeq_.load(std::memory_order_relaxed) + 1;
+    collSeq_.store(s, std::memory_order_relaxed);
+    return s;
+  }
+  uint64_t seq() const { return collSeq_.load(std::memory_order_relaxed); }
   PlanCache& plans() { return plans_; }
   const Topology& topology() const { return topo_; }
 
@@ -90,6 +97,12 @@ class Comm : public LinkSet {
   void dumpFlightRecorder(const std::string& why) noexcept;
   void noteArrival(int peer, const OpDesc& d) override;
   const OpDesc* lastSeen(int peer) const override { return &lastSeen_[size_t(peer)]; }
+  // The seq and collective of the last descriptor from `peer` ({0, ?}: none),
+  // readable from any thread.
+  std::pair<uint64_t, Coll> lastSeenFromAnyThread(int peer) const {
+    return {lastSeenSeq_[size_t(peer)].load(std::memory_order_relaxed),
+            Coll(lastSeenColl_[size_t(peer)].load(std::memory_order_relaxed))};
+  }
 
   // strataCommShrink: a communicator of the ranks not in `excluded` (sorted,
   // unique, not containing this rank), through a rendezvous at the lowest
@@ -129,7 +142,7 @@ class Comm : public LinkSet {
   std::unique_ptr<std::atomic<uint8_t>[]> lastSeenColl_;
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<Channel*> links_;
-  uint64_t collSeq_ = 0;
+  std::atomic<uint64_t> collSeq_{0};
   PlanCache plans_;
   std::vector<uint8_t> scratch_;
   std::unique_ptr<StagingPool> staging_;

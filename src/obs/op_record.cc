@@ -22,8 +22,11 @@ std::string OpRecord::name() const {
 }
 
 strataStatColl_t statCollOf(const OpRecord& r) {
-  if (r.p2p) return strataStatSendRecv;
-  switch (r.desc.coll) {
+  return r.p2p ? strataStatSendRecv : statCollOf(r.desc.coll);
+}
+
+strataStatColl_t statCollOf(Coll coll) {
+  switch (coll) {
     case Coll::kAllReduce: return strataStatAllReduce;
     case Coll::kReduceScatter: return strataStatReduceScatter;
     case Coll::kAllGather: return strataStatAllGather;

@@ -31,6 +31,7 @@ struct OpRecord {
 };
 
 strataStatColl_t statCollOf(const OpRecord& r);
+strataStatColl_t statCollOf(Coll coll);
 const char* statCollName(strataStatColl_t c);
 // nccl-tests' data size and bus factor of a collective on nranks ranks.
 uint64_t dataBytes(const OpDesc& d, int nranks);

@@ -108,6 +108,44 @@ TEST(Stats, CountBytesTimeAndTransportTraffic) {
   EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
 }
 
+// strataCommGetPeerState: in a ring each rank receives from its predecessor
+// only, so that one is seen in every operation and the others never are.
+TEST(PeerState, TheLastOperationReceivedFromEachPeerAndThisRanksCount) {
+  test::RankSpec spec;
+  spec.nranks = 4;
+  spec.env = {{"STRATA_ALGO", "ring"}};
+  auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
+    int problems = 0;
+    strataPeerState_t st;
+    RANK_EXPECT(strataCommGetPeerState(comm, (rank + 1) % n, &st) == strataSuccess && st.lastSeq == 0 &&
+                    st.thisRankSeq == 0, "before any operation: last %llu, this rank %llu",
+                (unsigned long long)st.lastSeq, (unsigned long long)st.thisRankSeq);
+    std::vector<float> in(1009), out(in.size() * size_t(n));
+    for (size_t i = 0; i < in.size(); ++i) in[i] = valueOf(rank, 0, i);
+    for (int s = 0; s < 3; ++s)
+      RANK_EXPECT(strataAllReduce(in.data(), out.data(), in.size(), strataFloat32, strataSum, comm, nullptr) ==
+                      strataSuccess, "all-reduce: %s", strataGetLastError(comm));
+    RANK_EXPECT(strataAllGather(in.data(), out.data(), in.size(), strataFloat32, comm, nullptr) == strataSuccess,
+                "all-gather: %s", strataGetLastError(comm));
+    const int from = (rank + n - 1) % n;  // the ring's predecessor sends this rank its data
+    RANK_EXPECT(strataCommGetPeerState(comm, from, &st) == strataSuccess, "%s", strataGetLastError(nullptr));
+    RANK_EXPECT(st.lastSeq == 4 && st.lastColl == strataStatAllGather && st.thisRankSeq == 4,
+                "predecessor %d: last %llu (kind %d), this rank %llu", from, (unsigned long long)st.lastSeq,
+                int(st.lastColl), (unsigned long long)st.thisRankSeq);
+    for (int peer : {(rank + 1) % n, (rank + 2) % n})
+      RANK_EXPECT(strataCommGetPeerState(comm, peer, &st) == strataSuccess && st.lastSeq == 0,
+                  "rank %d, which sends this rank nothing in a ring: last %llu", peer, (unsigned long long)st.lastSeq);
+    RANK_EXPECT(strataCommGetPeerState(comm, n, &st) == strataInvalidArgument &&
+                    std::strstr(strataGetLastError(nullptr), "peer 4 is not a rank"),
+                "peer n: %s", strataGetLastError(nullptr));
+    RANK_EXPECT(strataCommGetPeerState(comm, -1, &st) == strataInvalidArgument, "peer -1 accepted");
+    RANK_EXPECT(strataCommGetPeerState(comm, 0, nullptr) == strataInvalidArgument, "NULL state accepted");
+    RANK_EXPECT(strataCommGetPeerState(nullptr, 0, &st) == strataInvalidArgument, "NULL comm accepted");
+    return problems;
+  });
+  EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+}
+
 TEST(Stats, SummaryPrintedAtDestroy) {
   std::string dir = tempDir();
   test::RankSpec spec;

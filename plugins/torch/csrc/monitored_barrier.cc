@@ -3,7 +3,9 @@
 // group's c10d store; rank 0 waits for them in rank order until opts.timeout
 // from its own arrival, then either sets the "passed" key that releases them,
 // or raises naming the first missing rank (every missing rank with
-// waitAllRanks). The texts are gloo's, which torch's tests and users match.
+// waitAllRanks). The texts are gloo's, which torch's tests and users match,
+// followed by strata's detail: where rank 0 last saw each missing rank (the
+// last operation it received from it, strataCommGetPeerState).
 // The store, not the communicator: a late rank is the expected failure here,
 // and it must not leave the communicator timed out.
 #include <c10/util/Exception.h>
@@ -42,6 +44,30 @@ std::string joined(const std::vector<int>& ranks) {
   return s;
 }
 
+const char* operationName(strataStatColl_t c) {
+  static const char* names[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
+                                "reduce",     "all_to_all",     "send/recv",  "barrier"};
+  return unsigned(c) < strataNumStatColls ? names[c] : "an operation";
+}
+
+// "last seen by rank 0 (which has started 7 strata operations): rank 1 in
+// all_gather #7, rank 2 not yet (...)", from this rank's communicator.
+std::string lastSeenDetail(strataComm_t comm, int rank, const std::vector<int>& missing) {
+  std::string peers;
+  uint64_t started = 0;
+  for (int r : missing) {
+    strataPeerState_t st;
+    if (strataCommGetPeerState(comm, r, &st) != strataSuccess) return "";
+    started = st.thisRankSeq;
+    peers += (peers.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) +
+             (st.lastSeq ? std::string(" in ") + operationName(st.lastColl) + " #" + std::to_string(st.lastSeq)
+                         : std::string(" not yet (rank ") + std::to_string(rank) +
+                               " has received no operation from it directly)");
+  }
+  return "; last seen by rank " + std::to_string(rank) + " (which has started " + std::to_string(started) +
+         " strata operations): " + peers;
+}
+
 }  // namespace
 
 void StrataBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool waitAllRanks) {
@@ -78,8 +104,9 @@ void StrataBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait
   if (!missing.empty())
     C10_THROW_ERROR(DistBackendError, std::string(waitAllRanks ? "Ranks " : "Rank ") + joined(missing) +
                                           " failed to pass monitoredBarrier in " + std::to_string(timeout.count()) +
-                                          " ms (strata: they did not arrive; ranks that did: 0" +
-                                          (arrived.empty() ? "" : ", " + joined(arrived)) + ")");
+                                          " ms (strata: " + (missing.size() == 1 ? "it" : "they") + " did not arrive; ranks that did: 0" +
+                                          (arrived.empty() ? "" : ", " + joined(arrived)) +
+                                          lastSeenDetail(comm_, rank_, missing) + ")");
   store_->set(passed, std::vector<uint8_t>{1});
 }
 

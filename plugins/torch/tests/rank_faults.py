@@ -2,6 +2,7 @@
 monitored_barrier naming ranks that never arrive, and survivors that recover
 from a dead rank and train on."""
 import os
+import re
 import sys
 import time
 from datetime import timedelta
@@ -79,12 +80,32 @@ def scenario_monitored_barrier():
             if words not in str(e):
                 failures.append(f"rank {RANK}: expected '{words}' in: {e}")
 
-    late = WORLD - 1  # skips the next barrier
+    def check_where_last_seen(late):
+        # strata's detail after gloo's words: the late rank was in every collective rank 0 ran, so its
+        # last one seen is rank 0's last (at 2 ranks rank 0 receives from it in every plan).
+        try:
+            dist.monitored_barrier(timeout=timedelta(seconds=1))
+            failures.append("monitored_barrier passed without the late rank")
+            return
+        except RuntimeError as e:
+            text = str(e)
+        m = re.search(r"last seen by rank 0 \(which has started (\d+) strata operations\): rank (\d+) "
+                      r"(in (\w+) #(\d+)|not yet)", text)
+        if not m or int(m.group(2)) != late or int(m.group(1)) < 5:
+            failures.append(f"no detail of where rank {late} was last seen: {text}")
+        elif m.group(5) and m.group(5) != m.group(1):
+            failures.append(f"rank {late} last seen at #{m.group(5)}, but it ran every operation rank 0 ran: {text}")
+        elif WORLD == 2 and not m.group(5):
+            failures.append(f"rank 0 receives from rank 1 in every plan, yet did not see it: {text}")
+
+    late = WORLD - 1  # skips the next two barriers
     if RANK == 0:
         expect_error(f"Rank {late} failed to pass monitoredBarrier", timeout=timedelta(seconds=2))
+        check_where_last_seen(late)
     elif RANK != late:
-        expect_error(f"Rank {RANK} successfully reached monitoredBarrier, but received errors while waiting "
-                     f"for send/recv from rank 0", timeout=timedelta(seconds=2))
+        for _ in range(2):
+            expect_error(f"Rank {RANK} successfully reached monitoredBarrier, but received errors while waiting "
+                         f"for send/recv from rank 0", timeout=timedelta(seconds=2))
     if RANK == 0:  # nobody else comes
         expect_error("Ranks " + ", ".join(str(r) for r in range(1, WORLD)) + " failed to pass monitoredBarrier",
                      timeout=timedelta(seconds=1), wait_all_ranks=True)
