@@ -274,6 +274,7 @@ bool deviceReady(const PerfOptions& o, int rank) {
   if (!o.gpu) return true;
   const char* local = std::getenv("LOCAL_RANK");
   if (!local) local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  if (!local) local = std::getenv("SLURM_LOCALID");
   std::string why;
   if (perfdev::ready(local ? std::atoi(local) : rank, &why)) return true;
   if (rank == 0) std::fprintf(stderr, "strata-perf: -G 1: %s\n", why.c_str());

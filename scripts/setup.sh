@@ -7,8 +7,10 @@ set -euo pipefail
 # libfabric-dev, libucx-dev: the headers of the ofi and ucx transports (the libraries load at run time).
 # clang + libclang-rt-14-dev: the sanitizer and libFuzzer builds of scripts/sanitize.sh.
 # libsimgrid-dev: strata-sim (bench/sim), the planner's plans replayed on simulated clusters.
+# slurmctld, slurmd, slurm-client, munge: srun launches on a one-host Slurm cluster (tests/slurm).
 want=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev iproute2 libhwloc-dev
-      nlohmann-json3-dev openmpi-bin libopenmpi-dev libfabric-dev libucx-dev clang libclang-rt-14-dev libsimgrid-dev)
+      nlohmann-json3-dev openmpi-bin libopenmpi-dev libfabric-dev libucx-dev clang libclang-rt-14-dev libsimgrid-dev
+      slurmctld slurmd slurm-client munge)
 if [ "${1:-test}" = bench ]; then
   want+=(libopenmpi-dev iperf3)
 fi

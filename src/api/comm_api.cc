@@ -8,8 +8,10 @@
 #include "api/entry.h"
 #include "device/device_ops.h"
 #include "bootstrap/rendezvous.h"
+#include "bootstrap/slurm_rendezvous.h"
 #include "core/comm.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "obs/dump_signal.h"
 #include "obs/op_record.h"
 
@@ -141,9 +143,15 @@ strataResult_t strataCommInitFromEnv(strataComm_t* comm) {
            "no launcher variables found: set RANK and WORLD_SIZE (torchrun), run under mpirun "
            "(OMPI_COMM_WORLD_RANK/SIZE) or srun (SLURM_PROCID/SLURM_NTASKS)");
     std::string rootText = cfg.commId;
+    if (rootText.empty() && cfg.masterAddr.empty() && cfg.envLauncher == "slurm") {
+      rootText = slurmRendezvous(cfg.envRank);
+      if (!rootText.empty() && cfg.envRank == 0)
+        STRATA_INFO("rendezvous at %s, from the srun step (first node, job and step ids)", rootText.c_str());
+    }
     if (rootText.empty()) {
       if (cfg.masterAddr.empty() || cfg.masterPort.empty())
-        fail(strataInvalidUsage, "no rendezvous address: set STRATA_COMM_ID=host:port or MASTER_ADDR and MASTER_PORT");
+        fail(strataInvalidUsage, "no rendezvous address: set STRATA_COMM_ID=host:port or MASTER_ADDR and MASTER_PORT "
+                                 "(under srun they are derived from the step's variables)");
       // MASTER_PORT itself belongs to torch's store under torchrun: use the next one.
       int port = std::atoi(cfg.masterPort.c_str());
       if (port <= 0 || port >= 65535) fail(strataInvalidArgument, "MASTER_PORT=%s is not a port", cfg.masterPort.c_str());

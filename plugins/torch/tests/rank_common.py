@@ -1,5 +1,5 @@
 """What every rank of a strata_torch test scenario shares (rank_main.py,
-rank_faults.py): the rank and world from torchrun's or Open MPI's variables,
+rank_faults.py): the rank and world from torchrun's, Open MPI's or Slurm's variables,
 the device (STRATA_TEST_DEVICE=cuda: cuda:LOCAL_RANK modulo the GPUs), the
 random inputs any rank can regenerate for any other, the float64 reference
 reduction, and the comparisons that record failures (the rank's exit status
@@ -10,9 +10,9 @@ import zlib
 
 import torch
 
-# torchrun-style variables, or Open MPI's under mpirun.
-RANK = int(os.environ.get("RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
-WORLD = int(os.environ.get("WORLD_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "1")))
+# torchrun-style variables, or Open MPI's under mpirun, or Slurm's under srun.
+RANK = int(os.environ.get("RANK", os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("SLURM_PROCID", "0"))))
+WORLD = int(os.environ.get("WORLD_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", os.environ.get("SLURM_NTASKS", "1"))))
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.uint8, torch.int32,
           torch.int64, torch.bool]
 OPS = ["SUM", "PRODUCT", "MIN", "MAX", "AVG"]

@@ -514,7 +514,7 @@ def scenario_init_method(method):
     elif method == "file":
         dist.init_process_group("strata", init_method=f"file://{os.environ['STRATA_TEST_FILE']}",
                                 rank=RANK, world_size=WORLD)
-    elif method == "mpi":  # mpirun: ranks from Open MPI, the store at MASTER_ADDR/PORT
+    elif method in ("mpi", "slurm"):  # mpirun / srun: ranks from the launcher, the store at MASTER_ADDR/PORT
         dist.init_process_group("strata", init_method="env://", rank=RANK, world_size=WORLD)
     elif method == "cpu_cuda":
         dist.init_process_group("cpu:strata,cuda:strata")

@@ -213,6 +213,31 @@ def test_mpirun_with_master_addr():
     assert out.stdout.count("OK") == 2, out.stdout[-3000:]
 
 
+@pytest.mark.skipif(shutil.which("srun") is None, reason="needs Slurm (scripts/setup.sh test installs slurmctld, "
+                                                           "slurmd, slurm-client and munge)")
+@pytest.mark.parametrize("ntasks", [2, 3])
+def test_srun_on_a_one_host_slurm_cluster(ntasks, tmp_path):
+    """As an sbatch script would: MASTER_ADDR from the job's first node, ranks from SLURM_PROCID/NTASKS."""
+    cluster = os.path.join(ROOT, "tests", "slurm", "slurm_cluster.sh")
+    up = subprocess.run([cluster, "start", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    if up.returncode == 77:
+        pytest.skip(up.stdout.strip())
+    assert up.returncode == 0, up.stdout + up.stderr
+    try:
+        env = dict(os.environ, SLURM_CONF=str(tmp_path / "slurm.conf"), MASTER_PORT=str(free_port()),
+                   OMP_NUM_THREADS="1")
+        for v in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR"):
+            env.pop(v, None)
+        task = (f'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1) exec {sys.executable} '
+                f'{os.path.join(os.path.dirname(__file__), "rank_main.py")} init_method slurm')
+        out = subprocess.run(["srun", "-n", str(ntasks), "--overcommit", "bash", "-c", task], env=env,
+                             capture_output=True, text=True, timeout=300)
+    finally:
+        subprocess.run([cluster, "stop", str(tmp_path)], timeout=60)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert out.stdout.count("OK") == ntasks, out.stdout[-3000:]
+
+
 def test_torchrun_example():
     out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
                           os.path.join(ROOT, "examples", "ddp_train.py"), "--backend", "strata", "--steps", "6",
