@@ -189,14 +189,14 @@ def test_deepspeed_zero_trains_the_same_parameters_as_over_gloo(stage, tmp_path)
     _trains_as_over_gloo("deepspeed", stage, tmp_path=tmp_path)
 
 
-@pytest.mark.parametrize("mode", ["plugin", "as-gloo"])
-def test_torchs_own_suite_ci_part(mode):
+@pytest.mark.parametrize("mode,world", [("plugin", 2), ("as-gloo", 2), ("as-gloo", 8)])
+def test_torchs_own_suite_ci_part(mode, world):
     """torch's distributed suite, the part torch_suite_ci.txt lists, on strata_torch (torch_suite.py --ci): no
     failure beyond torch_suite_expected.txt's, none of those passing, no listed test missing from this torch."""
     suite = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_suite.py")
+    env = {k: v for k, v in os.environ.items() if k not in ("BACKEND", "WORLD_SIZE", "TEMP_DIR")}
     out = subprocess.run([sys.executable, suite, "--mode", mode, "--ci"], capture_output=True, text=True,
-                         timeout=900, cwd=os.path.dirname(suite),
-                         env={k: v for k, v in os.environ.items() if k not in ("BACKEND", "WORLD_SIZE", "TEMP_DIR")})
+                         timeout=900, cwd=os.path.dirname(suite), env=dict(env, WORLD_SIZE=str(world)))
     summary = [line for line in out.stdout.splitlines() if line.startswith("torch_suite:")]
     assert out.returncode == 0 and summary, "\n".join(summary) + "\n" + out.stderr[-6000:]
     print("\n".join(summary))

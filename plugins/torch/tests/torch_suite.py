@@ -13,7 +13,7 @@ is a strata one (gloo's registered creator replaced by strata's, naming its
 profiler events "gloo:<op>", which the suite counts), so those tests run on
 strata too; asserts on the backend's name then fail (torch-side).
 World size 2 (WORLD_SIZE=8 in the environment runs the subgroup tests that
-skip below 8), CPU only. Expected failures are listed per mode in
+skip below 8; --ci then runs the world=8 lines of torch_suite_ci.txt), CPU only. Expected failures are listed per mode in
 torch_suite_expected.txt with the reason for each; the run fails on any
 other failure and on an expected failure that passes. A mode takes about 11
 minutes on a 2-core machine (285 tests, each two freshly spawned processes),
@@ -75,14 +75,23 @@ def expected_failures():
 
 
 def ci_subset():
-    """The tests torch_suite_ci.txt lists for this mode ('NAME' for both, 'MODE NAME'; # comments): CI's part."""
+    """The tests torch_suite_ci.txt lists for this mode and world size: CI's part. A line is
+    '[MODE] [world=N] NAME' (# comments): no MODE, both modes; no world=, world size 2."""
     names = []
     with open(os.path.join(HERE, "torch_suite_ci.txt")) as f:
         for line in f:
             words = line.split("#", 1)[0].split()
-            if len(words) > 2 or (len(words) == 2 and words[0] not in ("plugin", "as-gloo")):
-                raise ValueError(f"torch_suite_ci.txt: '{line.strip()}' is not 'NAME' or 'MODE NAME'")
-            if len(words) == 1 or (len(words) == 2 and words[0] == MODE):
+            if not words:
+                continue
+            mode, world = None, "2"
+            for w in words[:-1]:
+                if w in ("plugin", "as-gloo") and mode is None:
+                    mode = w
+                elif w.startswith("world=") and w[6:].isdigit() and world == "2":
+                    world = w[6:]
+                else:
+                    raise ValueError(f"torch_suite_ci.txt: '{line.strip()}' is not '[MODE] [world=N] NAME'")
+            if mode in (None, MODE) and world == os.environ["WORLD_SIZE"]:
                 names.append(words[-1])
     return names
 
@@ -90,6 +99,9 @@ def ci_subset():
 def main(argv):
     patterns = [f"*{argv[i + 1]}*" for i, a in enumerate(argv) if a == "-k" and i + 1 < len(argv)]
     if "--ci" in argv:
+        if not ci_subset():  # no pattern would run the whole suite
+            print(f"torch_suite: torch_suite_ci.txt lists nothing for mode {MODE} at world size {os.environ['WORLD_SIZE']}")
+            return 1
         patterns += [f"*.{name}" for name in ci_subset()]
     loader = unittest.TestLoader()
     if patterns:
