@@ -12,6 +12,8 @@ Mode "as-gloo": BACKEND=gloo, and every process group the suite asks gloo for
 is a strata one (gloo's registered creator replaced by strata's, naming its
 profiler events "gloo:<op>", which the suite counts), so those tests run on
 strata too; asserts on the backend's name then fail (torch-side).
+Mode "gloo": torch's own gloo, unchanged: the baseline the two modes are
+compared with (no expected failures).
 World size 2 (WORLD_SIZE=8 in the environment runs the subgroup tests that
 skip below 8; --ci then runs the world=8 lines of torch_suite_ci.txt), CPU only. Expected failures are listed per mode in
 torch_suite_expected.txt with the reason for each; the run fails on any
@@ -30,7 +32,7 @@ import unittest
 if "--mode" in sys.argv:  # the spawned ranks inherit it through the environment
     os.environ["STRATA_TORCH_SUITE_MODE"] = sys.argv[sys.argv.index("--mode") + 1]
 MODE = os.environ.setdefault("STRATA_TORCH_SUITE_MODE", "plugin")
-assert MODE in ("plugin", "as-gloo"), f"--mode {MODE}: plugin or as-gloo"
+assert MODE in ("plugin", "as-gloo", "gloo"), f"--mode {MODE}: plugin, as-gloo or gloo"
 os.environ.setdefault("BACKEND", "strata" if MODE == "plugin" else "gloo")
 os.environ.setdefault("WORLD_SIZE", "2")
 os.environ.setdefault("TEMP_DIR", os.path.join("/tmp", f"strata-torch-suite-{os.getuid()}"))
@@ -40,7 +42,9 @@ import strata_torch  # noqa: E402,F401  registers the backend "strata"
 import torch.distributed as dist  # noqa: E402
 from torch.testing._internal.common_distributed import DistTestCases  # noqa: E402
 
-if MODE == "plugin":
+if MODE == "gloo":  # the baseline: torch's own gloo, for the counts strata's modes are compared with
+    pass
+elif MODE == "plugin":
     for feature in ("ddp", "subgroup", "plugin"):  # gloo's CPU features, and "a plugin"
         DistTestCases.backend_feature[feature].add("strata")
 else:  # process groups asked for "gloo" are made by strata
@@ -69,7 +73,7 @@ def expected_failures():
             line = line.split("#", 1)[0].strip()
             if line:
                 mode, name, reason = line.split(None, 2)
-                if mode in (MODE, "both"):
+                if mode == MODE or (mode == "both" and MODE != "gloo"):
                     out[name] = reason.strip()
     return out
 
