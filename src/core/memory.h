@@ -12,4 +12,8 @@ enum class MemoryKind { kHost, kDevice };
 // process has loaded another library. Managed memory counts as host memory.
 MemoryKind memoryKindOf(const void* ptr);
 
+// Whether the process can hold device pointers at all (CUDA is loaded, or the
+// device is emulated): when not, a caller skips memoryKindOf for each buffer.
+bool deviceMemoryPossible();
+
 }  // namespace strata

@@ -1,6 +1,8 @@
 #include "exec/executor.h"
 
 #include <algorithm>
+#include <new>
+#include <type_traits>
 #include <cstring>
 
 #include "bootstrap/socket.h"
@@ -129,12 +131,12 @@ class PlanRunner {
 
   void runPhase(const Phase& ph) {
     if (ph.count <= kInlineFlows) {
-      states_ = inlineStates_;
+      states_ = reinterpret_cast<FlowState*>(inlineStorage_);
+      for (uint32_t i = 0; i < ph.count; ++i) new (&states_[i]) FlowState{};
     } else {
       heapStates_.assign(ph.count, FlowState{});
       states_ = heapStates_.data();
     }
-    for (uint32_t i = 0; i < ph.count; ++i) states_[i] = FlowState{};
     for (uint32_t i = 0; i < ph.count; ++i) {
       const Flow& f = plan_.flows[ph.first + i];
       states_[i].src = resolve(f.src, f, f.srcStride);
@@ -565,10 +567,15 @@ class PlanRunner {
   uint8_t* scratch_ = nullptr;
   // Flow states of the current phase: inline for the usual few flows, so the
   // steady state allocates nothing.
+  // The states of the current phase's flows: made in place for up to
+  // kInlineFlows flows as each phase starts (not zeroed all together when
+  // the runner is made: a small collective would pay for 8), on the heap
+  // beyond that.
   static constexpr uint32_t kInlineFlows = 8;
-  FlowState inlineStates_[kInlineFlows];
+  static_assert(std::is_trivially_destructible_v<FlowState>, "states are never destroyed");
+  alignas(FlowState) unsigned char inlineStorage_[sizeof(FlowState) * kInlineFlows];
   std::vector<FlowState> heapStates_;
-  FlowState* states_ = inlineStates_;
+  FlowState* states_ = nullptr;
 };
 
 }  // namespace

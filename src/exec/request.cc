@@ -71,8 +71,9 @@ void validate(const char* fn, Request& r) {
   if (r.count == 0) return;
   if (needSend && !r.send) fail(strataInvalidArgument, "%s: sendbuff is NULL with count %zu", fn, r.count);
   if (needRecv && !r.recv) fail(strataInvalidArgument, "%s: recvbuff is NULL with count %zu", fn, r.count);
-  const bool sendOnDevice = needSend && memoryKindOf(r.send) == MemoryKind::kDevice;
-  const bool recvOnDevice = needRecv && memoryKindOf(r.recv) == MemoryKind::kDevice;
+  const bool maybeDevice = deviceMemoryPossible();  // one check for both buffers
+  const bool sendOnDevice = maybeDevice && needSend && memoryKindOf(r.send) == MemoryKind::kDevice;
+  const bool recvOnDevice = maybeDevice && needRecv && memoryKindOf(r.recv) == MemoryKind::kDevice;
   if (needSend && needRecv && sendOnDevice != recvOnDevice)
     fail(strataInvalidArgument, "%s: sendbuff is %s memory but recvbuff is %s memory; give both on the device "
          "or both on the host", fn, sendOnDevice ? "CUDA device" : "host", recvOnDevice ? "CUDA device" : "host");
