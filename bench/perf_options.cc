@@ -66,9 +66,13 @@ bool parsePerfOptions(int argc, char** argv, PerfOptions* o) {
   }
   o->collective = argv[1];
   static const char* known[] = {"all_reduce", "reduce_scatter", "all_gather", "broadcast",
-                                "reduce", "alltoall", "sendrecv"};
+                                "reduce", "alltoall", "sendrecv"};  // in PerfColl's order
   bool ok = false;
-  for (const char* k : known) ok |= o->collective == k;
+  for (size_t k = 0; k < sizeof(known) / sizeof(known[0]); ++k)
+    if (o->collective == known[k]) {
+      o->coll = PerfColl(k);
+      ok = true;
+    }
   if (!ok) {
     std::fprintf(stderr, "strata-perf: unknown collective '%s'\n", argv[1]);
     usage();

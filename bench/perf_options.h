@@ -7,8 +7,14 @@
 
 #include "strata/strata.h"
 
+// The collective, resolved once from its name, so that the timed loop
+// branches on a number (a string comparison per call would be a visible part
+// of an 8-byte collective's time, in strata-perf and mpi-perf alike).
+enum class PerfColl { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kSendRecv };
+
 struct PerfOptions {
   std::string collective = "all_reduce";
+  PerfColl coll = PerfColl::kAllReduce;  // the same, as a number
   int nprocs = 0;             // -np: fork this many local ranks (0: ranks from the launcher)
   size_t minBytes = 8, maxBytes = 64 << 20;
   double factor = 2;          // -f

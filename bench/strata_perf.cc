@@ -60,30 +60,37 @@ class Bench {
       : o_(o), comm(comm), rank_(rank), n_(n), elem_(elemBytes(o.dtype)) {}
 
   void runOnce(size_t count, bool inPlace) {
-    const std::string& c = o_.collective;
     size_t blockBytes = count * elem_;
     char* send = o_.gpu ? dSend_ : sendBuf_.data();
     char* recv = o_.gpu ? dRecv_ : recvBuf_.data();
     void* st = o_.gpu ? perfdev::stream() : nullptr;
-    if (c == "all_reduce") {
-      CHECK_OK(strataAllReduce(inPlace ? recv : send, recv, count, o_.dtype, o_.op, comm, st));
-    } else if (c == "reduce_scatter") {
-      CHECK_OK(strataReduceScatter(inPlace ? recv : send, inPlace ? recv + rank_ * blockBytes : recv,
-                                   count, o_.dtype, o_.op, comm, st));
-    } else if (c == "all_gather") {
-      CHECK_OK(strataAllGather(inPlace ? recv + rank_ * blockBytes : send, recv, count, o_.dtype, comm,
-                               st));
-    } else if (c == "broadcast") {
-      CHECK_OK(strataBroadcast(inPlace ? recv : send, recv, count, o_.dtype, o_.root, comm, st));
-    } else if (c == "reduce") {
-      CHECK_OK(strataReduce(inPlace ? recv : send, recv, count, o_.dtype, o_.op, o_.root, comm, st));
-    } else if (c == "alltoall") {
-      CHECK_OK(strataAllToAll(inPlace ? recv : send, recv, count, o_.dtype, comm, st));
-    } else if (c == "sendrecv") {
-      CHECK_OK(strataGroupStart());
-      CHECK_OK(strataSend(inPlace ? recv : send, count, o_.dtype, (rank_ + 1) % n_, comm, st));
-      CHECK_OK(strataRecv(recv, count, o_.dtype, (rank_ - 1 + n_) % n_, comm, st));
-      CHECK_OK(strataGroupEnd());
+    switch (o_.coll) {
+      case PerfColl::kAllReduce:
+        CHECK_OK(strataAllReduce(inPlace ? recv : send, recv, count, o_.dtype, o_.op, comm, st));
+        break;
+      case PerfColl::kReduceScatter:
+        CHECK_OK(strataReduceScatter(inPlace ? recv : send, inPlace ? recv + rank_ * blockBytes : recv,
+                                     count, o_.dtype, o_.op, comm, st));
+        break;
+      case PerfColl::kAllGather:
+        CHECK_OK(strataAllGather(inPlace ? recv + rank_ * blockBytes : send, recv, count, o_.dtype, comm,
+                                 st));
+        break;
+      case PerfColl::kBroadcast:
+        CHECK_OK(strataBroadcast(inPlace ? recv : send, recv, count, o_.dtype, o_.root, comm, st));
+        break;
+      case PerfColl::kReduce:
+        CHECK_OK(strataReduce(inPlace ? recv : send, recv, count, o_.dtype, o_.op, o_.root, comm, st));
+        break;
+      case PerfColl::kAllToAll:
+        CHECK_OK(strataAllToAll(inPlace ? recv : send, recv, count, o_.dtype, comm, st));
+        break;
+      case PerfColl::kSendRecv:
+        CHECK_OK(strataGroupStart());
+        CHECK_OK(strataSend(inPlace ? recv : send, count, o_.dtype, (rank_ + 1) % n_, comm, st));
+        CHECK_OK(strataRecv(recv, count, o_.dtype, (rank_ - 1 + n_) % n_, comm, st));
+        CHECK_OK(strataGroupEnd());
+        break;
     }
   }
 

@@ -85,14 +85,20 @@ int main(int argc, char** argv) {
     fillInput(spec, send.data(), sendElems);
     int ic = int(count);
     auto once = [&] {
-      if (c == "all_reduce") MPI_Allreduce(send.data(), recv.data(), ic, dt, op, MPI_COMM_WORLD);
-      else if (c == "reduce_scatter") MPI_Reduce_scatter_block(send.data(), recv.data(), ic, dt, op, MPI_COMM_WORLD);
-      else if (c == "all_gather") MPI_Allgather(send.data(), ic, dt, recv.data(), ic, dt, MPI_COMM_WORLD);
-      else if (c == "broadcast") {
-        if (rank == o.root) std::memcpy(recv.data(), send.data(), count * elem);
-        MPI_Bcast(recv.data(), ic, dt, o.root, MPI_COMM_WORLD);
-      } else if (c == "reduce") MPI_Reduce(send.data(), recv.data(), ic, dt, op, o.root, MPI_COMM_WORLD);
-      else if (c == "alltoall") MPI_Alltoall(send.data(), ic, dt, recv.data(), ic, dt, MPI_COMM_WORLD);
+      switch (o.coll) {
+        case PerfColl::kAllReduce: MPI_Allreduce(send.data(), recv.data(), ic, dt, op, MPI_COMM_WORLD); break;
+        case PerfColl::kReduceScatter:
+          MPI_Reduce_scatter_block(send.data(), recv.data(), ic, dt, op, MPI_COMM_WORLD);
+          break;
+        case PerfColl::kAllGather: MPI_Allgather(send.data(), ic, dt, recv.data(), ic, dt, MPI_COMM_WORLD); break;
+        case PerfColl::kBroadcast:
+          if (rank == o.root) std::memcpy(recv.data(), send.data(), count * elem);
+          MPI_Bcast(recv.data(), ic, dt, o.root, MPI_COMM_WORLD);
+          break;
+        case PerfColl::kReduce: MPI_Reduce(send.data(), recv.data(), ic, dt, op, o.root, MPI_COMM_WORLD); break;
+        case PerfColl::kAllToAll: MPI_Alltoall(send.data(), ic, dt, recv.data(), ic, dt, MPI_COMM_WORLD); break;
+        case PerfColl::kSendRecv: break;  // refused before the loop
+      }
     };
     for (int i = 0; i < o.warmup; ++i) once();
     MPI_Barrier(MPI_COMM_WORLD);
