@@ -46,12 +46,23 @@ strataResult_t strataGroupEnd(void) {
     if (--tlsGroup.depth > 0) return;
     std::vector<Request> ops;
     ops.swap(tlsGroup.queued);
+    // The queue's memory goes back to it afterwards: a training loop's groups
+    // of a thousand tensors would otherwise grow it from nothing every step.
+    struct GiveBack {
+      std::vector<Request>& ops;
+      ~GiveBack() {
+        ops.clear();
+        if (tlsGroup.queued.empty()) tlsGroup.queued.swap(ops);
+      }
+    } giveBack{ops};
     std::vector<Comm*> comms;
     for (const Request& r : ops)
       if (std::find(comms.begin(), comms.end(), r.comm) == comms.end()) comms.push_back(r.comm);
     for (Comm* c : comms) {
       current = liveComm(reinterpret_cast<strataComm_t>(c), "strataGroupEnd");
-      std::vector<Request> p2p, collectives;
+      static thread_local std::vector<Request> p2p, collectives;  // reused: no allocation per group
+      p2p.clear();
+      collectives.clear();
       int onDevice = 0, onHost = 0;
       for (const Request& r : ops) {
         if (r.comm != c) continue;

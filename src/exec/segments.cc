@@ -23,15 +23,23 @@ void Segments::clear() {
   starts_.clear();
   ptrs_.clear();
   bytes_ = 0;
+  lastPiece_ = 0;
 }
 
 uint8_t* Segments::locate(size_t at, size_t* run) const {
   if (at >= bytes_ || ptrs_.empty())
     fail(strataInternalError, "fused buffer offset %zu is outside its %zu bytes", at, bytes_);
-  auto it = std::upper_bound(starts_.begin(), starts_.end(), at);
-  size_t i = size_t(it - starts_.begin()) - 1;
-  size_t end = i + 1 < starts_.size() ? starts_[i + 1] : bytes_;
-  *run = end - at;
+  size_t i = lastPiece_;
+  if (!holds(i, at)) {
+    if (holds(i + 1, at)) {
+      ++i;
+    } else {
+      auto it = std::upper_bound(starts_.begin(), starts_.end(), at);
+      i = size_t(it - starts_.begin()) - 1;
+    }
+  }
+  lastPiece_ = i;
+  *run = endOf(i) - at;
   return ptrs_[i] + (at - starts_[i]);
 }
 

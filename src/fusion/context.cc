@@ -109,12 +109,12 @@ void FusionContext::loop() {
     }
     flushAsked_ = stop_;  // a stopping context keeps flushing until empty
     addedSinceRound_ = false;
-    std::vector<Pending> snapshot;
-    snapshot.swap(pending_);
+    snapshot_.clear();
+    snapshot_.swap(pending_);  // both keep their capacity from round to round
     pendingBytes_ = 0;
-    inRound_ = snapshot.size();
+    inRound_ = snapshot_.size();
     lock.unlock();
-    runRound(std::move(snapshot), reason);
+    runRound(snapshot_, reason);
     lock.lock();
     inRound_ = 0;
     if (failCode_ != strataSuccess) {
@@ -148,11 +148,13 @@ void FusionContext::finishAll(const std::vector<Pending*>& done, strataResult_t 
   }
 }
 
-void FusionContext::runRound(std::vector<Pending> snapshot, Reason reason) {
+void FusionContext::runRound(std::vector<Pending>& snapshot, Reason reason) {
   static const char* reasonName[] = {"full", "cycle", "flush"};
-  std::vector<bool> handled(snapshot.size(), false);
+  std::vector<bool>& handled = handled_;
+  handled.assign(snapshot.size(), false);
   try {
-    std::vector<PendingKey> keys;
+    std::vector<PendingKey>& keys = keys_;
+    keys.clear();
     for (const Pending& p : snapshot) keys.push_back({p.key, p.req.count, p.req.dtype, p.req.redop});
     Agreement agreed;
     try {
@@ -170,8 +172,10 @@ void FusionContext::runRound(std::vector<Pending> snapshot, Reason reason) {
       handled[i] = true;
     }
     // Fused all-reduces of what is ready everywhere, per (dtype, op), up to the threshold.
-    std::vector<Request> ready;
-    std::vector<size_t> index;
+    std::vector<Request>& ready = ready_;
+    std::vector<size_t>& index = readyIndex_;
+    ready.clear();
+    index.clear();
     for (size_t i : agreed.ready) {
       ready.push_back(snapshot[i].req);
       index.push_back(i);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "exec/request.h"
+#include "fusion/negotiate.h"
 #include "strata/strata.h"
 
 namespace strata {
@@ -70,8 +71,9 @@ class FusionContext {
     std::shared_ptr<FusionCompletion> done;
   };
   void loop();
-  // One negotiation round and the fused all-reduces it agrees on.
-  void runRound(std::vector<Pending> snapshot, Reason reason);
+  // One negotiation round and the fused all-reduces it agrees on; leaves in
+  // `snapshot` only what must wait for a later round (put back by the caller).
+  void runRound(std::vector<Pending>& snapshot, Reason reason);
   void finish(Pending& p, strataResult_t r, const std::string& error);
   // Frees the tensors' keys (under one lock), then calls their callbacks and completes their handles.
   void finishAll(const std::vector<Pending*>& done, strataResult_t r, const std::string& error);
@@ -83,6 +85,14 @@ class FusionContext {
   std::condition_variable wake_;    // the thread: something to do
   std::condition_variable settled_; // synchronize(): pending emptied or failure
   std::vector<Pending> pending_;    // in the order they were added
+  // The context thread's working vectors, kept across rounds: a step's
+  // thousand tensors would otherwise allocate (and, past glibc's mmap
+  // threshold, map and fault in) them anew every round.
+  std::vector<Pending> snapshot_;   // the round's tensors (swapped with pending_)
+  std::vector<PendingKey> keys_;
+  std::vector<Request> ready_;
+  std::vector<size_t> readyIndex_;
+  std::vector<bool> handled_;
   std::unordered_set<uint64_t> liveKeys_;  // keys added and not completed yet (add() refuses them)
   size_t pendingBytes_ = 0;
   std::chrono::steady_clock::time_point deadline_;

@@ -65,7 +65,9 @@ void checkNoOverlap(const std::vector<const Request*>& ts, const Shape& sh, cons
       ranges.push_back({b, b + sendBytes, i, false});
     }
   }
-  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  auto byBegin = [](const Range& a, const Range& b) { return a.begin < b.begin; };
+  // Tensors allocated one after another come in address order: no sort then.
+  if (!std::is_sorted(ranges.begin(), ranges.end(), byBegin)) std::sort(ranges.begin(), ranges.end(), byBegin);
   // Sweep: the range reaching furthest so far, and the furthest-reaching written one.
   const Range* reach = nullptr;
   const Range* reachWritten = nullptr;
@@ -85,18 +87,15 @@ void checkNoOverlap(const std::vector<const Request*>& ts, const Shape& sh, cons
 }  // namespace
 
 uint32_t fusedLayoutHash(const std::vector<const Request*>& tensors, const std::vector<uint64_t>* keys) {
-  uint32_t h = 2166136261u;  // FNV-1a
-  auto mix = [&h](uint64_t v) {
-    for (int b = 0; b < 8; ++b) {
-      h ^= uint8_t(v >> (8 * b));
-      h *= 16777619u;
-    }
-  };
+  // FNV-1a over whole 64-bit words (a byte at a time cost ~2% of a fused
+  // group of 1000 small tensors), folded to 32 bits. The same on every rank.
+  uint64_t h = 14695981039346656037ull;
+  auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
   for (size_t i = 0; i < tensors.size(); ++i) {
     mix(tensors[i]->count);
     if (keys) mix((*keys)[i]);
   }
-  return h;
+  return uint32_t(h ^ (h >> 32));
 }
 
 void runFused(const std::vector<const Request*>& ts, const std::vector<uint64_t>* keys) {
