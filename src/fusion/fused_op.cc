@@ -43,15 +43,46 @@ struct Layout {
 };
 constexpr size_t npos = ~size_t(0);
 
-// Rejects tensors that share memory: fused, they would run at once, where
-// one after another each would see the other's result.
-void checkNoOverlap(const std::vector<const Request*>& ts, const Shape& sh, const Layout& lay, int n) {
-  struct Range {
-    uintptr_t begin, end;
-    size_t tensor;
-    bool written;
-  };
+struct Range {
+  uintptr_t begin, end;
+  size_t tensor;
+  bool written;
+};
+
+// The working memory of runFused, kept per thread from call to call: a
+// training step's group of a thousand tensors would otherwise allocate (and
+// fault in) all of it anew. Also the last group found free of overlaps.
+struct FusedScratch {
+  Layout lay;
   std::vector<Range> ranges;
+  Segments sendPieces, recvPieces;
+  std::vector<kernels::CopyItem> pack, unpack;
+  uint64_t checkedSignature = 0;  // of the last tensors checkNoOverlap passed (0: none)
+};
+thread_local FusedScratch tlsScratch;
+
+// What checkNoOverlap's verdict depends on: every tensor's buffers and sizes.
+uint64_t overlapSignature(const std::vector<const Request*>& ts, const Shape& sh, const Layout& lay) {
+  uint64_t h = 14695981039346656037ull ^ (uint64_t(sh.sendBlocks) | uint64_t(sh.recvBlocks) << 1 |
+                                           uint64_t(sh.needSend) << 2 | uint64_t(sh.needRecv) << 3);
+  auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  for (size_t i = 0; i < ts.size(); ++i) {
+    mix(reinterpret_cast<uintptr_t>(ts[i]->send));
+    mix(reinterpret_cast<uintptr_t>(ts[i]->recv));
+    mix(lay.blockBytes[i] << 1 | uint64_t(ts[i]->inPlace));
+  }
+  return h | 1;  // never 0
+}
+
+// Rejects tensors that share memory: fused, they would run at once, where
+// one after another each would see the other's result. A training loop
+// fuses the same tensors every step: the same buffers as the last group that
+// passed are not checked again (a 64-bit signature of them).
+void checkNoOverlap(const std::vector<const Request*>& ts, const Shape& sh, const Layout& lay, int n) {
+  const uint64_t signature = overlapSignature(ts, sh, lay);
+  if (signature == tlsScratch.checkedSignature) return;
+  std::vector<Range>& ranges = tlsScratch.ranges;
+  ranges.clear();
   for (size_t i = 0; i < ts.size(); ++i) {
     const Request& r = *ts[i];
     size_t sendBytes = lay.blockBytes[i] * (sh.sendBlocks ? size_t(n) : 1);
@@ -82,6 +113,7 @@ void checkNoOverlap(const std::vector<const Request*>& ts, const Shape& sh, cons
     if (!reach || x.end > reach->end) reach = &x;
     if (x.written && (!reachWritten || x.end > reachWritten->end)) reachWritten = &x;
   }
+  tlsScratch.checkedSignature = signature;
 }
 
 }  // namespace
@@ -105,7 +137,9 @@ void runFused(const std::vector<const Request*>& ts, const std::vector<uint64_t>
   const size_t elem = dtypeSize(first.dtype);
   const Shape sh = shapeOf(first);
 
-  Layout lay;
+  Layout& lay = tlsScratch.lay;
+  lay.order.clear();
+  lay.smallBytes = lay.numSmall = 0;
   lay.blockBytes.resize(ts.size());
   lay.stagedAt.assign(ts.size(), npos);
   lay.aliasCopy.assign(ts.size(), npos);
@@ -174,8 +208,14 @@ void runFused(const std::vector<const Request*>& ts, const std::vector<uint64_t>
     return lay.stagedAt[i] != npos ? stagedPiece(i, r, sendSide) : userPiece(i, r, sendSide);
   };
 
-  Segments sendPieces, recvPieces;
-  std::vector<kernels::CopyItem> pack, unpack;
+  Segments& sendPieces = tlsScratch.sendPieces;
+  Segments& recvPieces = tlsScratch.recvPieces;
+  std::vector<kernels::CopyItem>& pack = tlsScratch.pack;
+  std::vector<kernels::CopyItem>& unpack = tlsScratch.unpack;
+  sendPieces.clear();
+  recvPieces.clear();
+  pack.clear();
+  unpack.clear();
   for (bool sendSide : {true, false}) {
     if (sendSide ? !sh.needSend : !sh.needRecv) continue;
     Segments& seg = sendSide ? sendPieces : recvPieces;

@@ -291,7 +291,13 @@ TEST(GroupFusion, TensorsSharingMemoryAreRejected) {
   spec.nranks = 1;
   auto outcomes = test::runRanks(spec, [](int rank, int, strataComm_t comm, const strataUniqueId&) {
     int problems = 0;
-    std::vector<float> a(300, 1.0f);
+    std::vector<float> a(400, 1.0f);
+    for (int step = 0; step < 2; ++step) {  // a group that passed the check (twice: the second is remembered)
+      strataGroupStart();
+      strataAllReduce(a.data(), a.data(), 200, strataFloat32, strataSum, comm, nullptr);
+      strataAllReduce(a.data() + 200, a.data() + 200, 200, strataFloat32, strataSum, comm, nullptr);
+      RANK_EXPECT(strataGroupEnd() == strataSuccess, "a group of distinct tensors: %s", strataGetLastError(comm));
+    }
     strataGroupStart();
     strataAllReduce(a.data(), a.data(), 200, strataFloat32, strataSum, comm, nullptr);
     strataAllReduce(a.data() + 100, a.data() + 100, 200, strataFloat32, strataSum, comm, nullptr);
