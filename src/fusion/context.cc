@@ -51,7 +51,7 @@ std::shared_ptr<FusionCompletion> FusionContext::add(uint64_t key, const Request
     std::lock_guard<std::mutex> lock(mu_);
     if (failCode_ != strataSuccess)
       fail(failCode_, "the fusion context failed earlier: %s", failMessage_.c_str());
-    if (!liveKeys_.insert(key).second)
+    if (!liveKeys_.insert(key))
       fail(strataInvalidUsage, "strataFusionAllReduce: key %llu was added before and has not completed yet",
            (unsigned long long)key);
     const bool wasEmpty = pending_.empty();

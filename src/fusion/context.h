@@ -17,10 +17,10 @@
 #include <mutex>
 #include <string>
 #include <thread>
-#include <unordered_set>
 #include <vector>
 
 #include "exec/request.h"
+#include "fusion/key_set.h"
 #include "fusion/negotiate.h"
 #include "strata/strata.h"
 
@@ -93,7 +93,7 @@ class FusionContext {
   std::vector<Request> ready_;
   std::vector<size_t> readyIndex_;
   std::vector<bool> handled_;
-  std::unordered_set<uint64_t> liveKeys_;  // keys added and not completed yet (add() refuses them)
+  KeySet liveKeys_;  // keys added and not completed yet (add() refuses them)
   size_t pendingBytes_ = 0;
   std::chrono::steady_clock::time_point deadline_;
   bool flushAsked_ = false, stop_ = false, addedSinceRound_ = false;

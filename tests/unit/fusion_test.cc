@@ -5,9 +5,11 @@
 
 #include <cstring>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "fusion/buckets.h"
+#include "fusion/key_set.h"
 #include "fusion/staging_pool.h"
 #include "kernels/cpu/multi_copy.h"
 #include "core/error.h"
@@ -143,6 +145,39 @@ TEST(StagingPool, ReusesFreedBuffersInsteadOfAllocating) {
   }
   auto big = pool.acquire(1 << 22);  // grows, replacing a free one that is too small
   EXPECT_LE(pool.heldBytes(), held + (size_t(1) << 22) + 4096);
+}
+
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+// KeySet (the fusion context's keys in flight) against std::set, through
+// random inserts and erases of clustered and spread keys, across growth.
+TEST(KeySet, BehavesAsAStdSet) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 4; ++trial) {
+    KeySet mine;
+    std::set<uint64_t> ref;
+    for (int op = 0; op < 20000; ++op) {
+      const uint64_t key = trial % 2 ? rng() % 300 : rng() % 5000 * 0x10000;  // dense, or spread far apart
+      if (rng() % 3 != 0) {
+        ASSERT_EQ(mine.insert(key), ref.insert(key).second) << "insert " << key;
+      } else {
+        mine.erase(key);
+        ref.erase(key);
+      }
+      ASSERT_EQ(mine.size(), ref.size());
+      if (op % 97 == 0) {
+        for (uint64_t k = 0; k < 300; ++k) ASSERT_EQ(mine.contains(k), ref.count(k) == 1) << k;
+        for (uint64_t k : ref) ASSERT_TRUE(mine.contains(k)) << k;
+      }
+    }
+    for (uint64_t k : std::vector<uint64_t>(ref.begin(), ref.end())) mine.erase(k);
+    EXPECT_EQ(mine.size(), 0u);
+    EXPECT_FALSE(mine.contains(0));
+  }
 }
 
 }  // namespace
