@@ -131,28 +131,30 @@ void runCollective(Request& r, const FusedBuffers* fused) {
     d.fusedTensors = fused->tensors;
     d.layout = fused->layout;
   }
-  CollArgs a;
-  a.coll = r.coll;
-  a.rank = c.rank();
-  a.nranks = c.nranks();
-  a.count = r.count;
-  a.dtype = r.dtype;
-  a.redop = r.redop;
-  a.root = r.root;
-  a.inPlace = r.inPlace;
-  a.chunkBytes = pipelineSliceBytes(c.config().chunkBytes, c.linkCapacity());
-  a.topo = &c.topology();
   Buffers bufs{r.send, r.recv, nullptr};
   if (fused) bufs = Buffers{nullptr, nullptr, nullptr, fused->send, fused->recv};
   if (r.coll == Coll::kBarrier) {  // an all-reduce of one byte
-    a.count = d.count = 1;
-    a.dtype = d.dtype = strataUint8;
-    a.redop = d.redop = strataMax;
+    d.count = 1;
+    d.dtype = strataUint8;
+    d.redop = strataMax;
     bufs = Buffers{&barrierIn, &barrierOut, nullptr};
   }
-  PlanKey key{a.coll, a.count, a.dtype, a.redop, a.root, a.inPlace};
+  PlanKey key{r.coll, d.count, d.dtype, d.redop, r.root, r.inPlace};
   Plan* plan = c.plans().find(key);
-  if (!plan) plan = c.plans().insert(key, buildCollectivePlan(a, d, c.config()));
+  if (!plan) {  // the planner's arguments are made only when a plan is built
+    CollArgs a;
+    a.coll = r.coll;
+    a.rank = c.rank();
+    a.nranks = c.nranks();
+    a.count = d.count;
+    a.dtype = d.dtype;
+    a.redop = d.redop;
+    a.root = r.root;
+    a.inPlace = r.inPlace;
+    a.chunkBytes = pipelineSliceBytes(c.config().chunkBytes, c.linkCapacity());
+    a.topo = &c.topology();
+    plan = c.plans().insert(key, buildCollectivePlan(a, d, c.config()));
+  }
   plan->ops[0].seq = d.seq;
   plan->ops[0].fusedTensors = d.fusedTensors;
   plan->ops[0].layout = d.layout;
