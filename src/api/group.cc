@@ -44,17 +44,12 @@ strataResult_t strataGroupEnd(void) {
   return guarded("strataGroupEnd", current, [&] {
     if (tlsGroup.depth == 0) fail(strataInvalidUsage, "strataGroupEnd without strataGroupStart");
     if (--tlsGroup.depth > 0) return;
-    std::vector<Request> ops;
+    // The group's operations, swapped with the (emptied) previous group's:
+    // both vectors keep their memory, so a training loop's groups of a
+    // thousand tensors do not grow the queue from nothing every step.
+    static thread_local std::vector<Request> ops;
+    ops.clear();
     ops.swap(tlsGroup.queued);
-    // The queue's memory goes back to it afterwards: a training loop's groups
-    // of a thousand tensors would otherwise grow it from nothing every step.
-    struct GiveBack {
-      std::vector<Request>& ops;
-      ~GiveBack() {
-        ops.clear();
-        if (tlsGroup.queued.empty()) tlsGroup.queued.swap(ops);
-      }
-    } giveBack{ops};
     std::vector<Comm*> comms;
     for (const Request& r : ops)
       if (std::find(comms.begin(), comms.end(), r.comm) == comms.end()) comms.push_back(r.comm);

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <mutex>
 
-
 #ifdef STRATA_CUDA_EMULATED
 #include "kernels/cuda/emulated/emulated_device.h"
 #endif

@@ -565,13 +565,12 @@ class PlanRunner {
   bool tracing() const { return kTracingBuilt && tracing_; }
   int64_t kernelUs_ = 0;  // reduce / copy time of the current phase (tracing)
   uint8_t* scratch_ = nullptr;
-  // Flow states of the current phase: inline for the usual few flows, so the
-  // steady state allocates nothing.
-  // The states of the current phase's flows: made in place for up to
-  // kInlineFlows flows as each phase starts (not zeroed all together when
-  // the runner is made: a small collective would pay for 8; nor zeroed and
-  // then assigned, which compilers turn into a `rep stos` whose start-up
-  // cost dominates for a flow or two), on the heap beyond that.
+  // The states of the current phase's flows: inline for up to kInlineFlows
+  // (the steady state allocates nothing), made in place as each phase starts
+  // (not zeroed all together when the runner is made: a small collective
+  // would pay for 8; nor zeroed and then assigned, which compilers turn into
+  // a `rep stos` whose start-up cost dominates for a flow or two), on the
+  // heap beyond that.
   static constexpr uint32_t kInlineFlows = 8;
   static_assert(std::is_trivially_destructible_v<FlowState>, "states are never destroyed");
   alignas(FlowState) unsigned char inlineStorage_[sizeof(FlowState) * kInlineFlows];

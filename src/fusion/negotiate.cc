@@ -6,6 +6,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "exec/request.h"
+#include "fusion/word_hash.h"
 
 namespace strata {
 
@@ -22,10 +23,10 @@ std::string describeKey(uint64_t bits, uint64_t count) {
 
 Agreement negotiate(Comm& comm, const std::vector<PendingKey>& mine) {
   const size_t n = size_t(comm.nranks());
-  uint64_t digest = 1469598103934665603ull;
+  WordHash digest;
   for (const PendingKey& k : mine)
-    for (uint64_t v : {k.key, k.count, describeBits(k)}) digest = (digest ^ v) * 1099511628211ull;
-  uint64_t header[2] = {mine.size(), digest};
+    for (uint64_t v : {k.key, k.count, describeBits(k)}) digest.mix(v);
+  uint64_t header[2] = {mine.size(), digest.h};
   std::vector<uint64_t> headers(2 * n);
   hostAllGather(comm, header, headers.data(), 2);
   Agreement out;
