@@ -40,7 +40,7 @@ fi
 if [ "$jobs" = all ] || [ "$jobs" = tsan ]; then
   clang_build build-tsan thread
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp
-  scripts/run_ctest.sh build-tsan -L unit -R 'Fusion|Plan'
+  scripts/run_ctest.sh build-tsan -L unit -R 'Fusion|Plan|FlightRecorder'
   scripts/run_ctest.sh build-tsan -L multiproc \
     -R '^(FusionContext|FlightRecorder\.Sigusr|Recovery|Strangers|Stats)\.|FusionContextTest.*/3ranks$|Collectives.*/shm_3ranks$'
   scripts/run_ctest.sh build-tsan -L emulated

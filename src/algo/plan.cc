@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <set>
 #include <tuple>
 
@@ -93,7 +94,20 @@ Flow& Plan::add(const Flow& f) {
   return flows.back();
 }
 
+namespace {
+
+// One never-freed copy of each algorithm name a plan was sealed with.
+const char* internedName(const std::string& name) {
+  static std::mutex mu;
+  static std::set<std::string>* names = new std::set<std::string>();
+  std::lock_guard<std::mutex> lock(mu);
+  return names->insert(name).first->c_str();
+}
+
+}  // namespace
+
 void Plan::seal() {
+  algorithmName = internedName(algorithm);
   markDescriptors();
   markLending();
   std::set<int> all;

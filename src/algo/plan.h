@@ -112,6 +112,9 @@ struct Plan {
   strataRedOp_t redop = strataSum;
   int nranks = 1;
   std::string algorithm;
+  // `algorithm`, interned by seal() (the text lives as long as the process):
+  // what per-operation records point at instead of copying the name.
+  const char* algorithmName = "";
   double predictedUs = -1;  // the cost model's prediction (-1: forced or none)
 
   // Starts a new phase; following add() calls put flows in it.

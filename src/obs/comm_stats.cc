@@ -5,44 +5,67 @@
 
 namespace strata {
 
-void CommStats::add(const OpRecord& r, const Plan* plan, const std::vector<uint8_t>& transportOf) {
-  strataStatColl_t k = statCollOf(r);
-  strataCollStats_t& c = totals_.coll[k];
-  uint64_t ticks = r.endTick - r.startTick;
+void CommStats::add(const OpFacts& r, const Plan* plan, const std::atomic<uint8_t>* transportOf,
+                    size_t nranks) {
+  CollTotals& c = coll_[statCollOf(r)];
+  const uint64_t ticks = r.endTick - r.startTick;
+  c.lock.beginWrite();
   if (r.state == OpState::kFailed) {
-    c.failed++;
+    c.failed.add(1);
   } else {
-    c.calls++;
-    c.bytes += r.bytes;
-    c.busBytes += double(r.bytes) * r.busFactor;
+    c.calls.add(1);
+    c.bytes.add(r.bytes);
   }
-  collTicks_[k] += ticks;
-  c.waitSeconds += double(r.waitUs) * 1e-6;
+  c.ticks.add(ticks);
+  if (r.waitUs) c.waitUs.add(uint64_t(r.waitUs));
+  c.lock.endWrite();
   if (!plan) return;
+  uint64_t sent[strataNumTransports] = {}, received[strataNumTransports] = {};
   bool used[strataNumTransports] = {false};
   for (size_t i = 0; i < plan->peers.size(); ++i) {
     size_t peer = size_t(plan->peers[i]);
-    unsigned t = peer < transportOf.size() ? transportOf[peer] : unsigned(strataNumTransports);
+    unsigned t = peer < nranks ? transportOf[peer].load(std::memory_order_relaxed)
+                               : unsigned(strataNumTransports);
     if (t >= strataNumTransports) continue;
-    totals_.transport[t].bytesSent += plan->bytesTo[i];
-    totals_.transport[t].bytesReceived += plan->bytesFrom[i];
+    sent[t] += plan->bytesTo[i];
+    received[t] += plan->bytesFrom[i];
     used[t] = true;
   }
-  for (unsigned t = 0; t < strataNumTransports; ++t)
-    if (used[t]) transportTicks_[t] += ticks;
+  for (unsigned t = 0; t < strataNumTransports; ++t) {
+    if (!used[t]) continue;
+    TransportTotals& x = transport_[t];
+    x.lock.beginWrite();
+    x.bytesSent.add(sent[t]);
+    x.bytesReceived.add(received[t]);
+    x.ticks.add(ticks);
+    x.lock.endWrite();
+  }
 }
 
 strataStats_t CommStats::totals() const {
-  strataStats_t t = totals_;
-  double secondsPerTick = 1e-6 / opclock::ticksPerUs();
-  for (int i = 0; i < strataNumStatColls; ++i) t.coll[i].seconds = double(collTicks_[i]) * secondsPerTick;
-  for (int i = 0; i < strataNumTransports; ++i)
-    t.transport[i].seconds = double(transportTicks_[i]) * secondsPerTick;
+  strataStats_t t{};
+  const double secondsPerTick = 1e-6 / opclock::ticksPerUs();
+  for (int i = 0; i < strataNumStatColls; ++i) {
+    const CollTotals& c = coll_[i];
+    c.lock.read([&] {
+      const uint64_t bytes = c.bytes.get();
+      t.coll[i] = strataCollStats_t{c.calls.get(), c.failed.get(), bytes, double(c.ticks.get()) * secondsPerTick,
+                                    double(c.waitUs.get()) * 1e-6,
+                                    double(bytes) * busFactor(strataStatColl_t(i), nranks_)};
+    });
+  }
+  for (int i = 0; i < strataNumTransports; ++i) {
+    const TransportTotals& x = transport_[i];
+    x.lock.read([&] {
+      t.transport[i] = strataTransportStats_t{x.links.load(std::memory_order_relaxed), x.bytesSent.get(),
+                                              x.bytesReceived.get(), double(x.ticks.get()) * secondsPerTick};
+    });
+  }
   return t;
 }
 
 void CommStats::linkOpened(unsigned transport) {
-  if (transport < strataNumTransports) totals_.transport[transport].links++;
+  if (transport < strataNumTransports) transport_[transport].links.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::string CommStats::summary(const strataStats_t& t, const std::string& who) {

@@ -1,23 +1,29 @@
 // Running totals of one communicator for strataCommGetStats: per collective
 // (calls, bytes, time, time waiting for peers, bus bytes) and per transport
 // (links, bytes each way, time of the operations that used it). Updated once
-// per operation under the observer's lock.
+// per operation by the thread running it, with plain loads and stores, each
+// entry under its own sequence lock (obs/seq_lock.h): a reader on any thread
+// sees every entry whole (never half an operation in it), and a copy of one
+// cache line is short enough not to be starved by a writer in a tight loop.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "obs/op_record.h"
+#include "obs/seq_lock.h"
 #include "strata/strata.h"
 
 namespace strata {
 
 class CommStats {
  public:
-  CommStats() : totals_{} {}
-  // `transportOf[p]`: transport id of the link to peer p (or >= strataNumTransports).
-  void add(const OpRecord& r, const Plan* plan, const std::vector<uint8_t>& transportOf);
+  explicit CommStats(int nranks) : nranks_(nranks) {}
+  // Writer only. `transportOf[p]`: transport id of the link to peer p (or
+  // >= strataNumTransports: none yet), for the `nranks` peers.
+  void add(const OpFacts& r, const Plan* plan, const std::atomic<uint8_t>* transportOf, size_t nranks);
+  // Any thread.
   void linkOpened(unsigned transport);
   // The totals, with the times (kept in opclock ticks) in seconds.
   strataStats_t totals() const;
@@ -25,9 +31,20 @@ class CommStats {
   static std::string summary(const strataStats_t& t, const std::string& who);
 
  private:
-  strataStats_t totals_;  // all but the times
-  uint64_t collTicks_[strataNumStatColls] = {};
-  uint64_t transportTicks_[strataNumTransports] = {};
+  // Bus bytes and seconds are made from these when read (the bus factor
+  // depends only on the collective and the rank count).
+  struct alignas(64) CollTotals {
+    SeqLock lock;
+    SingleWriterCounter<uint64_t> calls, failed, bytes, ticks, waitUs;
+  };
+  struct alignas(64) TransportTotals {
+    SeqLock lock;
+    SingleWriterCounter<uint64_t> bytesSent, bytesReceived, ticks;
+    std::atomic<uint64_t> links{0};  // counted by whichever thread opens a link
+  };
+  const int nranks_;
+  CollTotals coll_[strataNumStatColls];
+  TransportTotals transport_[strataNumTransports];
 };
 
 }  // namespace strata

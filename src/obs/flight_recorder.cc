@@ -1,5 +1,6 @@
 #include "obs/flight_recorder.h"
 
+#include <algorithm>
 #include <ctime>
 
 #include "core/dtype.h"
@@ -8,35 +9,96 @@
 
 namespace strata {
 
-OpRecord& FlightRecorder::start() {
-  uint64_t id = next_++;
-  if (ring_.empty()) {
-    scratch_.id = id;
-    return scratch_;
-  }
-  newest_ = newest_ + 1 == ring_.size() ? 0 : newest_ + 1;  // (id % size, without a division)
-  ring_[newest_].id = id;
-  return ring_[newest_];
+FlightRecorder::FlightRecorder(size_t capacity)
+    : capacity_(capacity), slots_(capacity ? new Slot[capacity] : nullptr),
+      newest_(capacity ? capacity - 1 : 0), notes_(capacity) {}
+
+void FlightRecorder::publishStart(const OpFacts& f) {
+  if (!capacity_) return;
+  newest_ = newest_ + 1 == capacity_ ? 0 : newest_ + 1;  // ids are published in order
+  Slot& s = slots_[newest_];
+  constexpr auto relaxed = std::memory_order_relaxed;
+  s.lock.beginWrite();
+  s.id.store(f.id, relaxed);
+  s.coll.store(f.desc.coll, relaxed);
+  s.dtype.store(f.desc.dtype, relaxed);
+  s.redop.store(f.desc.redop, relaxed);
+  s.root.store(f.desc.root, relaxed);
+  s.count.store(f.desc.count, relaxed);
+  s.seq.store(f.desc.seq, relaxed);
+  s.fusedTensors.store(f.desc.fusedTensors, relaxed);
+  s.layout.store(f.desc.layout, relaxed);
+  s.p2p.store(f.p2p, relaxed);
+  s.algorithm.store(f.algorithm, relaxed);
+  s.bytes.store(f.bytes, relaxed);
+  s.startTick.store(f.startTick, relaxed);
+  s.state.store(f.state, relaxed);
+  s.endTick.store(f.endTick, relaxed);
+  s.waitUs.store(f.waitUs, relaxed);
+  s.lock.endWrite();
 }
 
-OpRecord* FlightRecorder::find(uint64_t id) {
-  if (ring_.empty()) return scratch_.id == id ? &scratch_ : nullptr;
-  if (ring_[newest_].id == id) return &ring_[newest_];  // the running operation, almost always
-  OpRecord& slot = ring_[id % ring_.size()];
-  return slot.id == id ? &slot : nullptr;
+void FlightRecorder::publishEnd(const OpFacts& f) {
+  if (!capacity_) return;
+  Slot& s = slots_[newest_];
+  constexpr auto relaxed = std::memory_order_relaxed;
+  if (s.id.load(relaxed) != f.id) return;
+  s.lock.beginWrite();
+  s.state.store(f.state, relaxed);
+  s.endTick.store(f.endTick, relaxed);
+  s.waitUs.store(f.waitUs, relaxed);
+  s.lock.endWrite();
+}
+
+OpFacts FlightRecorder::Slot::load() const {
+  constexpr auto relaxed = std::memory_order_relaxed;
+  OpFacts f;
+  f.id = id.load(relaxed);
+  f.desc.coll = coll.load(relaxed);
+  f.desc.dtype = dtype.load(relaxed);
+  f.desc.redop = redop.load(relaxed);
+  f.desc.root = root.load(relaxed);
+  f.desc.count = count.load(relaxed);
+  f.desc.seq = seq.load(relaxed);
+  f.desc.fusedTensors = fusedTensors.load(relaxed);
+  f.desc.layout = layout.load(relaxed);
+  f.p2p = p2p.load(relaxed);
+  f.algorithm = algorithm.load(relaxed);
+  f.bytes = bytes.load(relaxed);
+  f.startTick = startTick.load(relaxed);
+  f.state = state.load(relaxed);
+  f.endTick = endTick.load(relaxed);
+  f.waitUs = waitUs.load(relaxed);
+  return f;
+}
+
+void FlightRecorder::setNote(uint64_t id, const std::string& note) {
+  if (!capacity_) return;
+  std::lock_guard<std::mutex> lock(notesMu_);
+  Note& n = notes_[id % capacity_];
+  n.id = id;
+  n.text = note;
 }
 
 std::vector<OpRecord> FlightRecorder::snapshot() const {
   std::vector<OpRecord> out;
-  if (ring_.empty() || next_ == 1) return out;
-  uint64_t first = next_ > ring_.size() ? next_ - ring_.size() : 1;
+  if (!capacity_) return out;
+  out.reserve(capacity_);
+  for (size_t i = 0; i < capacity_; ++i) {
+    OpRecord r;
+    const Slot& slot = slots_[i];
+    // A record still being written after many tries (a writer stopped
+    // inside a write) is left out rather than shown torn.
+    if (!slot.lock.read([&] { static_cast<OpFacts&>(r) = slot.load(); })) continue;
+    if (r.id != 0) out.push_back(std::move(r));
+  }
+  std::sort(out.begin(), out.end(), [](const OpRecord& a, const OpRecord& b) { return a.id < b.id; });
   const double ticksPerUs = opclock::ticksPerUs();
-  for (uint64_t id = first; id < next_; ++id) {
-    const OpRecord& r = ring_[id % ring_.size()];
-    if (r.id == id) {
-      out.push_back(r);
-      out.back().fillMicroseconds(ticksPerUs);
-    }
+  std::lock_guard<std::mutex> lock(notesMu_);
+  for (OpRecord& r : out) {
+    const Note& n = notes_[r.id % capacity_];
+    if (n.id == r.id) r.note = n.text;
+    r.fillMicroseconds(ticksPerUs);
   }
   return out;
 }

@@ -31,8 +31,9 @@ int64_t wallUs() {
 
 Observer::Observer(const ObserverIdentity& who, const Config& config, const Topology* topo)
     : who_(who), config_(config), topo_(topo), steadyToWallUs_(wallUs() - nowUs()),
-      recorder_(size_t(std::max(0, config.flightRecorderEntries))),
-      transportOf_(size_t(who.nranks), uint8_t(strataNumTransports)) {
+      recorder_(size_t(std::max(0, config.flightRecorderEntries))), stats_(who.nranks),
+      transportOf_(new std::atomic<uint8_t>[size_t(who.nranks)]) {
+  for (int p = 0; p < who.nranks; ++p) transportOf_[size_t(p)].store(uint8_t(strataNumTransports));
   if (!config.traceFile.empty() && !kTracingBuilt)
     STRATA_WARN("STRATA_TRACE_FILE is set but this build has no tracing (-DSTRATA_TRACING=OFF)");
   if (!config.traceFile.empty() && kTracingBuilt) {
@@ -52,79 +53,64 @@ std::string Observer::who() const {
                 (unsigned long long)(who_.commTag & 0xffffffffu));
 }
 
-uint64_t Observer::begin(const Plan& plan, bool p2p) {
-  uint64_t start = opclock::now();
-  std::lock_guard<SpinLock> lock(mu_);
-  OpRecord& r = recorder_.start();
+uint64_t Observer::begin(const Plan& plan, bool p2p, uint64_t startTick) {
+  OpFacts& r = running_;
+  r.startTick = startTick ? startTick : opclock::now();
+  r.id = recorder_.nextId();
   r.desc = plan.ops.empty() ? OpDesc{} : plan.ops[0];
   r.p2p = p2p;
   r.bytes = 0;
-  r.busFactor = 1;
   if (p2p) {
     r.desc.count = plan.ops.size();
     for (size_t i = 0; i < plan.peers.size(); ++i) r.bytes += plan.bytesTo[i] + plan.bytesFrom[i];
   } else {
     r.bytes = dataBytes(r.desc, who_.nranks);
-    r.busFactor = busFactor(r.desc.coll, who_.nranks);
   }
-  size_t n = std::min(plan.algorithm.size(), sizeof(r.algorithm) - 1);
-  std::memcpy(r.algorithm, plan.algorithm.data(), n);
-  r.algorithm[n] = '\0';
+  r.algorithm = plan.algorithmName;
   r.state = OpState::kRunning;
-  r.startTick = start;
   r.endTick = 0;
   r.waitUs = 0;
-  r.note.clear();
-  current_ = r.id;
+  recorder_.publishStart(r);
+  current_.store(r.id, std::memory_order_relaxed);
   return r.id;
 }
 
 void Observer::end(uint64_t id, const Plan& plan, const ExecProbe& probe, const char* error) {
   uint64_t end = opclock::now();
+  OpFacts& r = running_;
+  if (r.id != id) return;
+  current_.store(0, std::memory_order_relaxed);
+  r.state = error ? OpState::kFailed : OpState::kDone;
+  r.endTick = end;
+  r.waitUs = probe.waitUs;
+  recorder_.publishEnd(r);
+  if (error) recorder_.setNote(id, error);
+  stats_.add(r, &plan, transportOf_.get(), size_t(who_.nranks));
+  if (!trace_) return;
   OpRecord traced;
-  {
-    std::lock_guard<SpinLock> lock(mu_);
-    if (current_ == id) current_ = 0;
-    OpRecord* r = recorder_.find(id);
-    if (!r) return;
-    r->state = error ? OpState::kFailed : OpState::kDone;
-    r->endTick = end;
-    r->waitUs = probe.waitUs;
-    if (error) r->note = error;
-    stats_.add(*r, &plan, transportOf_);
-    if (!trace_) return;
-    traced = *r;
-  }
+  static_cast<OpFacts&>(traced) = r;
+  if (error) traced.note = error;
   traced.fillMicroseconds(opclock::ticksPerUs());
   trace(traced, plan, probe);
 }
 
 void Observer::longWait(const std::string& whatItWaitsFor) {
-  std::lock_guard<SpinLock> lock(mu_);
-  if (OpRecord* r = current_ ? recorder_.find(current_) : nullptr) r->note = whatItWaitsFor;
+  if (uint64_t id = current_.load(std::memory_order_relaxed)) recorder_.setNote(id, whatItWaitsFor);
 }
 
 void Observer::linkOpened(int peer, unsigned transport) {
-  std::lock_guard<SpinLock> lock(mu_);
-  if (size_t(peer) < transportOf_.size()) transportOf_[size_t(peer)] = uint8_t(transport);
+  if (peer >= 0 && peer < who_.nranks) transportOf_[size_t(peer)].store(uint8_t(transport), std::memory_order_relaxed);
   stats_.linkOpened(transport);
 }
 
-strataStats_t Observer::stats() const {
-  std::lock_guard<SpinLock> lock(mu_);
-  return stats_.totals();
-}
+strataStats_t Observer::stats() const { return stats_.totals(); }
 
 std::string Observer::statsSummary() const { return CommStats::summary(stats(), who()); }
 
 void Observer::dump(const std::string& why, const std::vector<std::string>& context) noexcept {
   try {
     if (!recorder_.enabled()) return;
-    std::vector<OpRecord> ops;
-    {
-      std::lock_guard<SpinLock> lock(mu_);
-      ops = recorder_.snapshot();
-    }
+    std::vector<OpRecord> ops = recorder_.snapshot();
     std::string text = FlightRecorder::format(
         format("strata flight recorder: %s, dumped on %s", who().c_str(), why.c_str()), context, ops,
         steadyToWallUs_, nowUs());

@@ -2,14 +2,15 @@
 // recorder (last N operations, dumped on timeout / abort / SIGUSR1), the
 // totals behind strataCommGetStats (STRATA_STATS=1 prints them at destroy),
 // and the trace (STRATA_TRACE_FILE). runCollective / runP2P call begin() and
-// end() around each plan; with tracing off the cost is two reads of the
-// operation clock (obs/op_clock.h) and two uncontended lock exchanges per
-// operation.
+// end() around each plan, on the one thread that runs the communicator's
+// operations; with tracing off the cost is two reads of the operation clock
+// (obs/op_clock.h) and plain stores: no lock and no locked instruction
+// (records and totals are published through sequence locks, obs/seq_lock.h).
 #pragma once
 
 #include <cstdint>
 #include <atomic>
-#include <mutex>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,21 +24,6 @@ namespace strata {
 class Topology;
 class TraceSink;
 
-// The observer's lock: taken twice per operation and almost never contended
-// (only a dump from another thread competes), so a spin lock: one atomic
-// exchange to take, one store to release.
-class SpinLock {
- public:
-  void lock() {
-    while (locked_.exchange(true, std::memory_order_acquire))
-      while (locked_.load(std::memory_order_relaxed)) __builtin_ia32_pause();
-  }
-  void unlock() { locked_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> locked_{false};
-};
-
 struct ObserverIdentity {
   int rank = 0, nranks = 1;
   uint64_t commTag = 0;
@@ -49,11 +35,13 @@ class Observer : public LongWaitSink {
   ~Observer() override;
   bool tracing() const { return trace_ != nullptr; }
 
-  // Around one operation: `probe` is filled by the executor in between.
-  uint64_t begin(const Plan& plan, bool p2p);
+  // Around one operation, on the thread running it: `probe` is filled by
+  // the executor in between. `startTick`: when the operation was called (0: now).
+  uint64_t begin(const Plan& plan, bool p2p, uint64_t startTick = 0);
   void end(uint64_t id, const Plan& plan, const ExecProbe& probe, const char* error);
   void longWait(const std::string& whatItWaitsFor) override;
 
+  // Any thread.
   void linkOpened(int peer, unsigned transport);
   strataStats_t stats() const;
   // Writes the flight recorder (to STRATA_FLIGHT_RECORDER_FILE or stderr),
@@ -69,11 +57,11 @@ class Observer : public LongWaitSink {
   const Config& config_;
   const Topology* topo_;
   int64_t steadyToWallUs_;
-  mutable SpinLock mu_;  // everything below: recorder_, stats_, transportOf_, current_
   FlightRecorder recorder_;
   CommStats stats_;
-  std::vector<uint8_t> transportOf_;  // per peer; strataNumTransports = no link yet
-  uint64_t current_ = 0;              // the running operation's id (0: none)
+  std::unique_ptr<std::atomic<uint8_t>[]> transportOf_;  // per peer; strataNumTransports = no link yet
+  OpFacts running_;                   // the operation between begin and end (its thread only)
+  std::atomic<uint64_t> current_{0};  // its id while it runs (0: none)
   TraceSink* trace_ = nullptr;
   int traceTid_ = 0;
 };

@@ -21,7 +21,7 @@ std::string OpRecord::name() const {
   return format("%s #%llu", collName(desc.coll), (unsigned long long)desc.seq);
 }
 
-strataStatColl_t statCollOf(const OpRecord& r) {
+strataStatColl_t statCollOf(const OpFacts& r) {
   return r.p2p ? strataStatSendRecv : statCollOf(r.desc.coll);
 }
 
@@ -67,6 +67,16 @@ double busFactor(Coll c, int nranks) {
     case Coll::kReduceScatter:
     case Coll::kAllGather:
     case Coll::kAllToAll: return (n - 1) / n;
+    default: return 1;
+  }
+}
+
+double busFactor(strataStatColl_t c, int nranks) {
+  switch (c) {
+    case strataStatAllReduce: return busFactor(Coll::kAllReduce, nranks);
+    case strataStatReduceScatter: return busFactor(Coll::kReduceScatter, nranks);
+    case strataStatAllGather: return busFactor(Coll::kAllGather, nranks);
+    case strataStatAllToAll: return busFactor(Coll::kAllToAll, nranks);
     default: return 1;
   }
 }
