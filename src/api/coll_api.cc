@@ -3,6 +3,7 @@
 #include "api/entry.h"
 #include "device/device_ops.h"
 #include "exec/any_source.h"
+#include "obs/op_clock.h"
 
 using namespace strata;
 
@@ -20,10 +21,13 @@ strataResult_t submit(const char* fn, strataComm_t handle, Request r, strataStre
            "strataFusionSynchronize first (or use another communicator)", fn);
     r.comm = comm;
     r.stream = stream;
+    r.calledTick = opclock::now();
     validate(fn, r);
     if (inGroup()) {
+      r.calledTick = 0;  // runs later: its record starts then
       enqueue(r);
     } else if (r.onDevice) {
+      r.calledTick = 0;
       enqueueDeviceRequest(r);
     } else {
       drainDeviceQueue(*comm);

@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "core/hot_tls.h"
 #include "core/log.h"
 
 namespace strata {
@@ -20,8 +21,8 @@ struct CommRegistry {
   std::unordered_set<Comm*> live;
   std::atomic<uint64_t> generation{1};
 };
-thread_local Comm* tlsLastComm = nullptr;
-thread_local uint64_t tlsLastGeneration = 0;
+STRATA_HOT_TLS Comm* tlsLastComm = nullptr;
+STRATA_HOT_TLS uint64_t tlsLastGeneration = 0;
 CommRegistry& registry() {
   static CommRegistry* r = new CommRegistry();  // outlives static destructors
   return *r;

@@ -10,6 +10,7 @@
 #include "api/collectives.h"
 #include "api/entry.h"
 #include "core/error.h"
+#include "core/hot_tls.h"
 #include "device/device_ops.h"
 #include "fusion/group_fusion.h"
 
@@ -18,16 +19,16 @@ using namespace strata;
 namespace {
 
 struct GroupState {
-  int depth = 0;
   std::vector<Request> queued;
 };
 thread_local GroupState tlsGroup;
+STRATA_HOT_TLS int tlsGroupDepth = 0;  // read by every call (inGroup)
 
 }  // namespace
 
 namespace strata {
 
-bool inGroup() { return tlsGroup.depth > 0; }
+bool inGroup() { return tlsGroupDepth > 0; }
 void enqueue(const Request& r) { tlsGroup.queued.push_back(r); }
 
 }  // namespace strata
@@ -35,15 +36,15 @@ void enqueue(const Request& r) { tlsGroup.queued.push_back(r); }
 extern "C" {
 
 strataResult_t strataGroupStart(void) {
-  ++tlsGroup.depth;
+  ++tlsGroupDepth;
   return strataSuccess;
 }
 
 strataResult_t strataGroupEnd(void) {
   Comm* current = nullptr;
   return guarded("strataGroupEnd", current, [&] {
-    if (tlsGroup.depth == 0) fail(strataInvalidUsage, "strataGroupEnd without strataGroupStart");
-    if (--tlsGroup.depth > 0) return;
+    if (tlsGroupDepth == 0) fail(strataInvalidUsage, "strataGroupEnd without strataGroupStart");
+    if (--tlsGroupDepth > 0) return;
     // The group's operations, swapped with the (emptied) previous group's:
     // both vectors keep their memory, so a training loop's groups of a
     // thousand tensors do not grow the queue from nothing every step.

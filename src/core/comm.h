@@ -16,6 +16,7 @@
 #include "bootstrap/wire.h"
 #include "algo/plan_cache.h"
 #include "core/config.h"
+#include "exec/call_memo.h"
 #include "exec/link_set.h"
 #include "obs/observer.h"
 #include "topo/topology.h"
@@ -46,6 +47,8 @@ class Comm : public LinkSet {
   }
   uint64_t seq() const { return collSeq_.load(std::memory_order_relaxed); }
   PlanCache& plans() { return plans_; }
+  // The last call validated on this communicator (its issuing thread only).
+  CallMemo lastValidCall;
   const Topology& topology() const { return topo_; }
 
   // Makes sure links to `peers` exist (accepting any other peer that connects

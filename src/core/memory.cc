@@ -2,12 +2,13 @@
 
 #include <dlfcn.h>
 #include <link.h>
-#include <time.h>
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+
+#include "obs/op_clock.h"
 
 #ifdef STRATA_CUDA_EMULATED
 #include "kernels/cuda/emulated/emulated_device.h"
@@ -79,33 +80,23 @@ unsigned long long librariesLoaded() {
 // than that after CUDA's library is loaded, since initialising the driver and
 // creating a context (which every allocation needs) take tens of
 // milliseconds on their own.
-constexpr uint64_t kLookAgainNs = 1000000;
-
-// The kernel's coarse monotonic clock: a read of memory the kernel updates
-// every tick (1-10 ms), ~5 ns where the precise clock takes ~23 ns and the
-// time-stamp counter ~10 ns (measured on the 2-core CI VM). A tick of
-// staleness still leaves the look far sooner than CUDA can make a pointer.
-uint64_t coarseNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
-}
+constexpr uint64_t kLookAgainUs = 1000;
 
 // The queries, looked up again while CUDA is absent whenever the process has
 // loaded another library since the last look, so that a process that loads
 // CUDA after its first host collective still has its device pointers
 // recognised, and one that never does pays no lookup per call.
-const CudaQueries& cudaQueries() {
+const CudaQueries& cudaQueries(uint64_t nowTicks) {
   static const CudaQueries none;
   static CudaQueries found;  // written once, before `present` is set
   static std::atomic<bool> present{false};
   static std::atomic<unsigned long long> loadedAtLastLook{~0ull};
-  static std::atomic<uint64_t> nextLookNs{0};
+  static std::atomic<uint64_t> nextLookTick{0};
   static std::mutex mu;
   if (present.load(std::memory_order_acquire)) return found;
-  const uint64_t now = coarseNs();
-  if (now < nextLookNs.load(std::memory_order_relaxed)) return none;
-  nextLookNs.store(now + kLookAgainNs, std::memory_order_relaxed);
+  if (nowTicks < nextLookTick.load(std::memory_order_relaxed)) return none;
+  static const uint64_t lookAgainTicks = uint64_t(opclock::ticksPerUs() * kLookAgainUs);
+  nextLookTick.store(nowTicks + lookAgainTicks, std::memory_order_relaxed);
   const unsigned long long loaded = librariesLoaded();
   if (loaded == loadedAtLastLook.load(std::memory_order_relaxed)) return none;
   std::lock_guard<std::mutex> lock(mu);
@@ -120,11 +111,12 @@ const CudaQueries& cudaQueries() {
 
 }  // namespace
 
-bool deviceMemoryPossible() {
+bool deviceMemoryPossible(uint64_t nowTicks) {
 #ifdef STRATA_CUDA_EMULATED
+  (void)nowTicks;
   return true;
 #else
-  const CudaQueries& cuda = cudaQueries();
+  const CudaQueries& cuda = cudaQueries(nowTicks);
   return cuda.driver || cuda.runtime;
 #endif
 }
@@ -134,7 +126,7 @@ MemoryKind memoryKindOf(const void* ptr) {
 #ifdef STRATA_CUDA_EMULATED
   if (cuda::emulated::isDevice(ptr)) return MemoryKind::kDevice;
 #endif
-  const CudaQueries& cuda = cudaQueries();
+  const CudaQueries& cuda = cudaQueries(opclock::now());
   if (!cuda.driver && !cuda.runtime) return MemoryKind::kHost;
   if (cuda.driver) {
     unsigned type = 0;

@@ -2,6 +2,8 @@
 // buffers go to the device path (src/device).
 #pragma once
 
+#include <cstdint>
+
 namespace strata {
 
 enum class MemoryKind { kHost, kDevice };
@@ -14,6 +16,8 @@ MemoryKind memoryKindOf(const void* ptr);
 
 // Whether the process can hold device pointers at all (CUDA is loaded, or the
 // device is emulated): when not, a caller skips memoryKindOf for each buffer.
-bool deviceMemoryPossible();
+// `nowTicks`: the operation clock (obs/op_clock.h) read by the caller, which
+// the call reuses (it looks for CUDA again at most once a millisecond).
+bool deviceMemoryPossible(uint64_t nowTicks);
 
 }  // namespace strata

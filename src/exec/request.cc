@@ -8,6 +8,7 @@
 #include "algo/algorithms.h"
 #include "algo/plan_cache.h"
 #include "exec/executor.h"
+#include "obs/op_clock.h"
 
 namespace strata {
 
@@ -30,7 +31,43 @@ bool overlaps(const void* a, size_t an, const void* b, size_t bn) {
 
 }  // namespace
 
+namespace {
+
+// One word of the arguments the memo compares besides the pointers and count.
+uint64_t shapeOf(const Request& r) {
+  return uint64_t(uint8_t(r.coll)) | uint64_t(uint8_t(r.dtype)) << 8 | uint64_t(uint8_t(r.redop)) << 16 |
+         uint64_t(uint32_t(r.root)) << 32;
+}
+
+void validateFully(const char* fn, Request& r);
+
+}  // namespace
+
 void validate(const char* fn, Request& r) {
+  CallMemo& memo = r.comm->lastValidCall;
+  const uint64_t shape = shapeOf(r);
+  // Host memory stays host memory while no CUDA is loaded in the process.
+  const bool deviceImpossible = !deviceMemoryPossible(r.calledTick ? r.calledTick : opclock::now());
+  if (deviceImpossible && memo.shape == shape && memo.count == r.count && memo.send == r.send &&
+      memo.recv == r.recv) {
+    r.inPlace = memo.inPlace;
+    r.onDevice = false;
+    return;
+  }
+  memo.forget();
+  validateFully(fn, r);  // throws on bad input: nothing remembered
+  if (deviceImpossible && validDtype(r.dtype) && validRedOp(r.redop)) {
+    memo.send = r.send;
+    memo.recv = r.recv;
+    memo.count = r.count;
+    memo.inPlace = r.inPlace;
+    memo.shape = shape;
+  }
+}
+
+namespace {
+
+void validateFully(const char* fn, Request& r) {
   Comm& c = *r.comm;
   const int n = c.nranks(), me = c.rank();
   if (!validDtype(r.dtype)) fail(strataInvalidArgument, "%s: invalid datatype %d", fn, int(r.dtype));
@@ -71,7 +108,7 @@ void validate(const char* fn, Request& r) {
   if (r.count == 0) return;
   if (needSend && !r.send) fail(strataInvalidArgument, "%s: sendbuff is NULL with count %zu", fn, r.count);
   if (needRecv && !r.recv) fail(strataInvalidArgument, "%s: recvbuff is NULL with count %zu", fn, r.count);
-  const bool maybeDevice = deviceMemoryPossible();  // one check for both buffers
+  const bool maybeDevice = deviceMemoryPossible(r.calledTick ? r.calledTick : opclock::now());  // one check for both buffers
   const bool sendOnDevice = maybeDevice && needSend && memoryKindOf(r.send) == MemoryKind::kDevice;
   const bool recvOnDevice = maybeDevice && needRecv && memoryKindOf(r.recv) == MemoryKind::kDevice;
   if (needSend && needRecv && sendOnDevice != recvOnDevice)
@@ -94,16 +131,18 @@ void validate(const char* fn, Request& r) {
          fn);
 }
 
+}  // namespace
+
 namespace {
 
 // Runs a plan with the communicator's observer around it (flight recorder,
 // statistics, trace).
-void observedRun(Comm& c, const Plan& plan, const Buffers& bufs, bool p2p) {
+void observedRun(Comm& c, const Plan& plan, const Buffers& bufs, bool p2p, uint64_t startTick = 0) {
   Observer& obs = c.observer();
   ExecProbe probe;
   probe.tracing = obs.tracing();
   probe.longWaits = &obs;
-  uint64_t id = obs.begin(plan, p2p);
+  uint64_t id = obs.begin(plan, p2p, startTick);
   try {
     executePlan(c, plan, bufs, &probe);
   } catch (const std::exception& e) {
@@ -158,7 +197,7 @@ void runCollective(Request& r, const FusedBuffers* fused) {
   plan->ops[0].seq = d.seq;
   plan->ops[0].fusedTensors = d.fusedTensors;
   plan->ops[0].layout = d.layout;
-  observedRun(c, *plan, bufs, false);
+  observedRun(c, *plan, bufs, false, r.calledTick);
 }
 
 void runP2P(Comm& comm, const std::vector<Request>& reqs) {
