@@ -197,6 +197,10 @@ class ShmChannel : public LivenessChannel {
       lent_ = false;
       bouncedFrom_ = bounced_ = 0;
       inbox_->header()->consumed.store(++consumed_, std::memory_order_release);
+      // Start fetching the next packet's line: a sender running ahead (a
+      // stream of small broadcasts or reduces) has written it already, and
+      // its transfer then overlaps this rank's work between packets.
+      __builtin_prefetch(inbox_->slotHeader(consumed_));
     }
   }
 
