@@ -14,7 +14,7 @@ void usage() {
   std::fprintf(stderr,
                "usage: strata-perf COLLECTIVE [-np N] [-b MIN] [-e MAX] [-f FACTOR] [-i STEP]\n"
                "                   [-n ITERS] [-w WARMUP] [-d DTYPE] [-o OP] [-r ROOT] [-c CHECK]\n"
-               "                   [-J FILE] [-A ALGO,ALGO,... [-R ROUNDS]] [-G 0|1]\n"
+               "                   [-J FILE] [-A ALGO,ALGO,... [-R ROUNDS]] [-G 0|1] [-M 0|1]\n"
                "  COLLECTIVE: all_reduce reduce_scatter all_gather broadcast reduce alltoall sendrecv\n"
                "  sizes accept K/M/G suffixes; DTYPE: int8 uint8 int32 uint32 int64 uint64 half\n"
                "  bfloat16 float double (or float32/float16/float64); OP: sum prod max min avg\n"
@@ -24,7 +24,8 @@ void usage() {
                "  a communicator each, ROUNDS alternating rounds per size (default 5), out-of-place,\n"
                "  median time per algorithm.\n"
                "  -G 1: buffers in CUDA device memory (device = local rank modulo the GPUs), each call\n"
-               "  enqueued on a stream, the stream synchronised after the timed calls (as nccl-tests).\n");
+               "  enqueued on a stream, the stream synchronised after the timed calls (as nccl-tests).\n"
+               "  -M 1: host buffers from strataMemAlloc (ranks of a host read each other's in place).\n");
 }
 
 bool parseDtype(const char* s, strataDataType_t* out) {
@@ -97,6 +98,7 @@ bool parsePerfOptions(int argc, char** argv, PerfOptions* o) {
     else if (flag == "-J") o->jsonPath = v;
     else if (flag == "-R") o->rounds = std::atoi(v);
     else if (flag == "-G") o->gpu = std::atoi(v);
+    else if (flag == "-M") o->mapped = std::atoi(v);
     else if (flag == "-A") {
       std::string list = v;
       for (size_t at = 0; at <= list.size();) {

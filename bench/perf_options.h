@@ -31,6 +31,7 @@ struct PerfOptions {
   std::vector<std::string> algorithms;
   int rounds = 5;             // -R
   int gpu = 0;                // -G 1: CUDA device buffers, calls enqueued on a stream (nccl-tests' default)
+  int mapped = 0;             // -M 1: host buffers from strataMemAlloc (the peers of a host map them)
 };
 
 // Parses argv; on error prints usage to stderr and returns false.

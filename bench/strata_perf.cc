@@ -54,10 +54,47 @@ size_t countFor(const std::string& c, size_t bytes, size_t elem, int n) {
   return count;
 }
 
+// A host buffer: a vector, or (-M 1) strataMemAlloc memory, kept while it is big enough.
+class PerfBuffer {
+ public:
+  explicit PerfBuffer(bool mapped) : mapped_(mapped) {}
+  PerfBuffer(const PerfBuffer&) = delete;
+  PerfBuffer& operator=(const PerfBuffer&) = delete;
+  ~PerfBuffer() {
+    if (mem_) strataMemFree(mem_);
+  }
+  void assign(size_t n, char value) {
+    if (!mapped_) {
+      vec_.assign(n, value);
+      return;
+    }
+    if (n > capacity_) {
+      if (mem_) strataMemFree(mem_);
+      mem_ = nullptr;
+      if (strataMemAlloc(&mem_, n) != strataSuccess) {
+        std::fprintf(stderr, "strata-perf: strataMemAlloc(%zu) failed: %s\n", n, strataGetLastError(nullptr));
+        std::exit(2);
+      }
+      capacity_ = n;
+    }
+    size_ = n;
+    std::memset(mem_, value, n);
+  }
+  char* data() { return mapped_ ? static_cast<char*>(mem_) : vec_.data(); }
+  size_t size() const { return mapped_ ? size_ : vec_.size(); }
+
+ private:
+  bool mapped_;
+  std::vector<char> vec_;
+  void* mem_ = nullptr;
+  size_t size_ = 0, capacity_ = 0;
+};
+
 class Bench {
  public:
   Bench(const PerfOptions& o, strataComm_t comm, int rank, int n)
-      : o_(o), comm(comm), rank_(rank), n_(n), elem_(elemBytes(o.dtype)) {}
+      : o_(o), comm(comm), rank_(rank), n_(n), elem_(elemBytes(o.dtype)), sendBuf_(o.mapped != 0),
+        recvBuf_(o.mapped != 0) {}
 
   void runOnce(size_t count, bool inPlace) {
     size_t blockBytes = count * elem_;
@@ -225,7 +262,7 @@ class Bench {
  private:
   int rank_, n_;
   size_t elem_;
-  std::vector<char> sendBuf_, recvBuf_;
+  PerfBuffer sendBuf_, recvBuf_;
   char* dSend_ = nullptr;  // -G: device copies
   char* dRecv_ = nullptr;
   size_t dSendBytes_ = 0, dRecvBytes_ = 0;
@@ -234,7 +271,7 @@ class Bench {
 void printHeader(const PerfOptions& o, int n) {
   std::printf("# strata-perf %s: %d ranks, dtype %s, op %s, root %d, iters %d, warmup %d, check %d, %s buffers\n",
               o.collective.c_str(), n, dtypeLabel(o.dtype), opLabel(o.op), o.root, o.iters, o.warmup,
-              o.check, o.gpu ? "device (CUDA)" : "host");
+              o.check, o.gpu ? "device (CUDA)" : o.mapped ? "host (strataMemAlloc)" : "host");
   std::printf("#%66s%36s\n", "out-of-place", "in-place");
   std::printf("# %12s %12s %8s %6s %5s %10s %8s %8s %7s %10s %8s %8s %7s\n", "size", "count", "type",
               "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");

@@ -245,6 +245,17 @@ typedef struct {
 
 strataResult_t strataCommGetPeerState(const strataComm_t comm, int peer, strataPeerState_t* state);
 
+/// Host memory that the other ranks of this host can map (as ncclMemAlloc):
+/// collectives whose buffers lie in it move large messages between ranks of
+/// one host with one user-space copy, the peer reading (or reducing) the
+/// bytes where they lie, instead of two through the shared-memory ring.
+/// Ordinary memory otherwise (any collective, any communicator, device
+/// transfers included). Page-aligned, zero-filled. Free with strataMemFree
+/// (NULL is ignored). POSIX shared memory: a process killed while holding
+/// some leaves their names in /dev/shm (strata-mem-PID-N).
+strataResult_t strataMemAlloc(void** ptr, size_t size);
+strataResult_t strataMemFree(void* ptr);
+
 /// Operations between GroupStart and GroupEnd are issued together at GroupEnd;
 /// send/recv pairs inside a group never deadlock. Groups nest.
 strataResult_t strataGroupStart(void);

@@ -20,8 +20,10 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <cstring>
 #include <vector>
 
+#include "support/api_call.h"
 #include "support/collective_cases.h"
 #include "support/ranks.h"
 
@@ -124,6 +126,113 @@ TEST(SingleCopy, RefusedCrossMemoryReadsKeepTheRingAndTheResults) {
       << log;
   EXPECT_EQ(log.find("shm single copy: from"), std::string::npos) << log;
   std::system((std::string("rm -rf ") + dir).c_str());
+}
+
+// strataMemAlloc memory (transports/shm/mapped_memory.h): the same matrix
+// with every buffer in regions the peers map, lent by name from the smallest
+// packet on; with cross-memory reads refused (mapping needs no ptrace
+// permission), and with single copy off (the ring then moves the same bytes).
+struct MappedScenario {
+  int nranks;
+  bool refuseCma;
+  bool singleCopy;
+  const char* label;
+};
+
+class MappedMemory : public ::testing::TestWithParam<MappedScenario> {};
+
+// Runs a case with its buffers copied into strataMemAlloc memory (at the
+// same offsets) and its output copied back.
+strataResult_t callOnMappedMemory(const test::Case& c, int root, std::vector<uint8_t>& sendMem,
+                                  std::vector<uint8_t>& recvMem, const void* sendArg, void* recvArg,
+                                  strataComm_t comm) {
+  void *send = nullptr, *recv = nullptr;
+  if (strataMemAlloc(&send, sendMem.size()) != strataSuccess) return strataSystemError;
+  if (strataMemAlloc(&recv, recvMem.size()) != strataSuccess) return strataSystemError;
+  std::memcpy(send, sendMem.data(), sendMem.size());
+  std::memcpy(recv, recvMem.data(), recvMem.size());
+  auto inRecv = [&](const void* p) { return p >= recvMem.data() && p < recvMem.data() + recvMem.size(); };
+  auto moved = [&](const void* p) -> uint8_t* {  // the same offset in the mapped copy
+    if (!p) return nullptr;
+    const auto* b = static_cast<const uint8_t*>(p);
+    return inRecv(p) ? static_cast<uint8_t*>(recv) + (b - recvMem.data())
+                     : static_cast<uint8_t*>(send) + (b - sendMem.data());
+  };
+  strataResult_t rc = test::callCollective(c.coll, moved(sendArg), moved(recvArg), c.count, c.dtype, c.op, root, comm);
+  std::memcpy(recvMem.data(), recv, recvMem.size());
+  strataMemFree(send);
+  strataMemFree(recv);
+  return rc;
+}
+
+TEST_P(MappedMemory, EveryCollectiveOnStrataMemAllocBuffersMatchesReference) {
+  const MappedScenario s = GetParam();
+  char dir[] = "/tmp/strata-mapped-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  test::RankSpec spec;
+  spec.nranks = s.nranks;
+  spec.initComm = false;
+  spec.env = {{"STRATA_TRANSPORT", "shm"}, {"STRATA_TIMEOUT_MS", "60000"}, {"STRATA_SHM_SINGLE_COPY_BYTES", "1"},
+              {"STRATA_SHM_SINGLE_COPY", s.singleCopy ? "1" : "0"}, {"STRATA_DEBUG", "INFO"},
+              {"STRATA_DEBUG_FILE", std::string(dir) + "/log.%p"}};
+  spec.deadlineSec = 300;
+  const bool refuse = s.refuseCma;
+  auto outcomes = test::runRanks(spec, [refuse](int rank, int n, strataComm_t, const strataUniqueId& id) {
+    int problems = 0;
+    if (refuse) RANK_EXPECT(refuseCrossMemoryReads(), "cannot install the seccomp filter");
+    strataComm_t comm = nullptr;
+    if (strataCommInitRank(&comm, n, id, rank) != strataSuccess) return 100;
+    std::vector<test::Case> cases = test::allCases();
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (n > 2 && cases[i].dtype != strataFloat32 && cases[i].dtype != strataInt64 && cases[i].dtype != strataFloat16)
+        continue;
+      std::string err = test::runCase(cases[i], i, rank, n, comm, callOnMappedMemory);
+      RANK_EXPECT(err.empty(), "case %s: %s", test::describeCase(cases[i]).c_str(), err.c_str());
+      if (problems > 5) break;
+    }
+    strataCommDestroy(comm);
+    return problems;
+  });
+  EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+  const std::string log = readAll(dir);
+  const bool readInPlace = log.find("strataMemAlloc memory /strata-mem-") != std::string::npos;
+  EXPECT_EQ(readInPlace, s.singleCopy && s.nranks > 1) << log.substr(0, 4000);
+  std::system((std::string("rm -rf ") + dir).c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Placements, MappedMemory,
+                         ::testing::Values(MappedScenario{1, false, true, "1rank"},
+                                           MappedScenario{2, false, true, "2ranks"},
+                                           MappedScenario{3, true, true, "3ranks_cma_refused"},
+                                           MappedScenario{5, false, true, "5ranks"},
+                                           MappedScenario{3, false, false, "3ranks_single_copy_off"}),
+                         [](const auto& info) { return std::string(info.param.label); });
+
+TEST(MappedMemory, BadCallsAreRefusedWithASentence) {
+  void* p = reinterpret_cast<void*>(1);
+  EXPECT_EQ(strataMemAlloc(nullptr, 64), strataInvalidArgument);
+  EXPECT_NE(std::string(strataGetLastError(nullptr)).find("ptr is NULL"), std::string::npos);
+  EXPECT_EQ(strataMemAlloc(&p, 0), strataInvalidArgument);
+  EXPECT_EQ(p, nullptr);
+  EXPECT_NE(std::string(strataGetLastError(nullptr)).find("size is 0"), std::string::npos);
+  ASSERT_EQ(strataMemAlloc(&p, 5000), strataSuccess);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 4096, 0u);
+  for (size_t i = 0; i < 5000; ++i) ASSERT_EQ(static_cast<uint8_t*>(p)[i], 0) << "byte " << i;
+  std::memset(p, 0x5a, 5000);
+  int onStack = 0;
+  EXPECT_EQ(strataMemFree(&onStack), strataInvalidArgument);
+  EXPECT_NE(std::string(strataGetLastError(nullptr)).find("was not returned by strataMemAlloc"), std::string::npos);
+  EXPECT_EQ(strataMemFree(static_cast<uint8_t*>(p) + 64), strataInvalidArgument);  // inside, not the start
+  EXPECT_EQ(strataMemFree(p), strataSuccess);
+  EXPECT_EQ(strataMemFree(p), strataInvalidArgument);  // twice
+  EXPECT_EQ(strataMemFree(nullptr), strataSuccess);
+  const std::string name = "/dev/shm/strata-mem-" + std::to_string(getpid()) + "-";
+  DIR* d = opendir("/dev/shm");
+  ASSERT_NE(d, nullptr);
+  while (dirent* e = readdir(d))
+    EXPECT_NE(("/dev/shm/" + std::string(e->d_name)).rfind(name, 0), 0u) << "left behind: " << e->d_name;
+  closedir(d);
 }
 
 }  // namespace

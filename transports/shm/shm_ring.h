@@ -12,7 +12,9 @@
 // word's kLentRegion bit is set and the payload is a ShmLentRegion, where the
 // bytes lie in the writer's memory. The reader reads them from there and
 // releases the slot when it has read them all, which is what gives the
-// writer its buffer back.
+// writer its buffer back. With the kMappedRegion bit the bytes lie in
+// strataMemAlloc memory and the payload is a MappedRef (mapped_memory.h): the
+// reader maps the region and reads them in place.
 #pragma once
 
 #include <atomic>
@@ -38,7 +40,9 @@ struct ShmLentRegion {
   uint64_t address;
   uint64_t bytes;
 };
-constexpr uint64_t kLentRegion = uint64_t(1) << 31;  // in the slot word's length half
+constexpr uint64_t kLentRegion = uint64_t(1) << 31;    // in the slot word's length half
+constexpr uint64_t kMappedRegion = uint64_t(1) << 30;  // likewise
+constexpr uint64_t kSlotLengthMask = kMappedRegion - 1;
 
 struct ShmSlotHeader {
   std::atomic<uint64_t> word;  // (packet number + 1) << 32 | length; 0 before the first use

@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "transports/liveness.h"
 #include "transports/net/transport_choice.h"
+#include "transports/shm/mapped_memory.h"
 #include "transports/shm/shm_ring.h"
 #include "transports/shm/single_copy.h"
 
@@ -71,7 +72,7 @@ void ShmSegment::open(const char* name) {
   }
   ShmRingHeader* h = header();
   adoptGeometry(h->slots, h->slotBytes);
-  if (slots_ < 2 || slots_ > kMaxShmSlots || slotBytes_ == 0 || slotBytes_ >= kLentRegion ||
+  if (slots_ < 2 || slots_ > kMaxShmSlots || slotBytes_ == 0 || slotBytes_ > kSlotLengthMask ||
       kShmHeaderBytes + stride_ * slots_ > bytes_)
     fail(strataSystemError, "the peer's shared memory %s has an invalid layout", name);
 }
@@ -121,10 +122,14 @@ class ShmChannel : public LivenessChannel {
   // `lendFrom`: packets from this size on are lent (single copy) once the
   // peer has said it can read this process; kSingleCopyNever: never;
   // kSingleCopyMeasured: measured at the first packet that could be lent.
+  // `mappedFrom`: packets from this size on that lie in strataMemAlloc
+  // memory are lent by name (no permission needed: the peer maps the region).
+  // `peerProcess`: the peer's pid (`peerPid`: the same, or 0 where this side
+  // may not read the peer's memory with process_vm_readv).
   ShmChannel(std::unique_ptr<ShmSegment> inbox, std::unique_ptr<ShmSegment> outbox, Fd socket,
-             int peer, pid_t peerPid, size_t lendFrom)
+             int peer, pid_t peerProcess, pid_t peerPid, size_t lendFrom, size_t mappedFrom)
       : LivenessChannel(std::move(socket), peer), inbox_(std::move(inbox)), outbox_(std::move(outbox)),
-        peerPid_(peerPid), lendFrom_(lendFrom) {}
+        peerProcess_(peerProcess), peerPid_(peerPid), lendFrom_(lendFrom), mappedFrom_(mappedFrom) {}
 
   const char* transportName() const override { return "shm"; }
 
@@ -142,6 +147,8 @@ class ShmChannel : public LivenessChannel {
   // Large packets from memory the caller keeps are lent: one slot says where
   // they lie and the peer reads them from there.
   size_t trySendStable(const void* src, size_t n) override {
+    MappedRef ref;
+    if (n >= mappedFrom_ && findMapped(src, n, &ref)) return lendMapped(ref);
     if (lendFrom_ == kSingleCopyMeasured && n >= kSingleCopyMinBytes && peerReadsUs()) {
       std::string why;
       lendFrom_ = measuredSingleCopyThreshold(&why);
@@ -169,6 +176,7 @@ class ShmChannel : public LivenessChannel {
   ConstSpan peekRecv() override {
     if (!havePacket()) return {};
     if (!lent_) return {inbox_->payload(consumed_) + offset_, length_ - offset_};
+    if (mappedAt_) return {mappedAt_ + offset_, length_ - offset_};  // in place: zero copy
     // A lent region read by a consumer that wants it in memory (a reduction,
     // a forward): in pieces into a buffer of this side's that stays in cache.
     if (offset_ >= bouncedFrom_ + bounced_) {
@@ -182,7 +190,7 @@ class ShmChannel : public LivenessChannel {
 
   size_t tryRecvInto(uint8_t* dst, size_t n) override {
     if (!havePacket()) return 0;
-    if (!lent_ || offset_ < bouncedFrom_ + bounced_) return Channel::tryRecvInto(dst, n);
+    if (!lent_ || mappedAt_ || offset_ < bouncedFrom_ + bounced_) return Channel::tryRecvInto(dst, n);
     n = std::min(n, length_ - offset_);
     readLent(dst, n);
     consumeRecv(n);
@@ -195,6 +203,7 @@ class ShmChannel : public LivenessChannel {
       offset_ = 0;
       length_ = kNoPacket;
       lent_ = false;
+      mappedAt_ = nullptr;
       bouncedFrom_ = bounced_ = 0;
       inbox_->header()->consumed.store(++consumed_, std::memory_order_release);
       // Start fetching the next packet's line: a sender running ahead (a
@@ -219,6 +228,17 @@ class ShmChannel : public LivenessChannel {
   void readLent(uint8_t* dst, size_t n) {
     preferringPeerCause([&] { readPeerMemory(peerPid_, lentAddress_ + offset_, dst, n, live_.peer()); },
                         [&] { live_.throwAbortWithin(kAbortGraceMs); });
+  }
+
+  // Lends bytes of a strataMemAlloc region: one slot naming them.
+  size_t lendMapped(MappedRef ref) {
+    if (!slotFree()) return 0;
+    ref.bytes = std::min<uint64_t>(ref.bytes, kMaxLentBytes);
+    std::memcpy(outbox_->payload(produced_), &ref, sizeof ref);
+    outbox_->slotHeader(produced_)->word.store(shmSlotWord(produced_, sizeof ref, kMappedRegion),
+                                               std::memory_order_release);
+    lentUntil_ = ++produced_;
+    return size_t(ref.bytes);
   }
 
   // Whether the next slot of the peer's inbox may be written.
@@ -252,7 +272,7 @@ class ShmChannel : public LivenessChannel {
   bool takePacket() {
     uint64_t word = inbox_->slotHeader(consumed_)->word.load(std::memory_order_acquire);
     if (word >> 32 != ((consumed_ + 1) & 0xffffffffu)) return false;
-    size_t length = size_t(word & (kLentRegion - 1));
+    size_t length = size_t(word & kSlotLengthMask);
     if (length > inbox_->slotBytes())
       fail(strataRemoteError, "rank %d wrote a %zu-byte packet into a %zu-byte shared-memory slot", live_.peer(),
            length, inbox_->slotBytes());
@@ -265,14 +285,26 @@ class ShmChannel : public LivenessChannel {
       lent_ = true;
       lentAddress_ = region.address;
       length = size_t(region.bytes);
+    } else if (word & kMappedRegion) {
+      MappedRef ref;
+      std::memcpy(&ref, inbox_->payload(consumed_), sizeof ref);
+      if (length != sizeof ref || ref.bytes == 0 || ref.bytes > kMaxLentBytes)
+        fail(strataRemoteError, "rank %d lent strataMemAlloc memory in a malformed slot (%llu bytes)", live_.peer(),
+             (unsigned long long)ref.bytes);
+      mappedAt_ = peerRegions_.at(ref, live_.peer(), peerProcess_);
+      lent_ = true;
+      length = size_t(ref.bytes);
     }
     length_ = length;
     return true;
   }
 
   std::unique_ptr<ShmSegment> inbox_, outbox_;
+  const pid_t peerProcess_;    // the peer's pid
   const pid_t peerPid_;        // 0: this side cannot read the peer (never accepts lent regions)
   size_t lendFrom_;            // smallest packet sent as a lent region (or kSingleCopyMeasured)
+  const size_t mappedFrom_;    // smallest packet of strataMemAlloc memory lent by name
+  PeerRegions peerRegions_;    // the peer's strataMemAlloc regions, as mapped here
   bool peerReadsUs_ = false;
   uint64_t produced_ = 0;      // packets written to the peer's inbox
   uint64_t peerConsumed_ = 0;  // packets the peer had released when last read
@@ -284,6 +316,7 @@ class ShmChannel : public LivenessChannel {
   // [bouncedFrom_, bouncedFrom_ + bounced_) of it have been read into bounce_.
   bool lent_ = false;
   uint64_t lentAddress_ = 0;
+  const uint8_t* mappedAt_ = nullptr;  // a lent packet in a peer's mapped region: its first byte
   size_t bouncedFrom_ = 0, bounced_ = 0;
   std::vector<uint8_t> bounce_;
 };
@@ -325,9 +358,14 @@ class ShmPendingLink : public PendingLink {
       }
     }
     logSingleCopy(why);
+    // strataMemAlloc memory: lent from the single-copy size set, or from
+    // 64 KiB (one memcpy saved outweighs waiting for the reader's release).
+    const size_t mappedFrom = !config_->shmSingleCopy          ? kSingleCopyNever
+                              : config_->shmSingleCopyBytes ? config_->shmSingleCopyBytes
+                                                            : kSingleCopyMinBytes;
     setNonBlocking(socket.get());
     return std::make_unique<ShmChannel>(std::move(inbox_), std::move(outbox), std::move(socket), peer_,
-                                        peerPid, lendFrom);
+                                        pid_t(peer.pid), peerPid, lendFrom, mappedFrom);
   }
 
  private:
