@@ -43,6 +43,9 @@ if not os.path.exists(PY):  # a machine with torch installed, no project venv (t
 COLLECTIVES = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "alltoall"]
 SMALL = ("8", "64K", "1000", "100")  # min, max, iterations, warmup
 LARGE = ("256K", "64M", "20", "3")
+# strata with its buffers from strataMemAlloc (strata-perf -M 1): large sizes only,
+# since lending starts at 64 KiB.
+MAPPED = "strata (strataMemAlloc)"
 ROW = re.compile(r"^\s+(\d+)\s+(\d+)\s+\S+\s+\S+\s+-?\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)")
 
 
@@ -101,12 +104,18 @@ class Local:
         self.np = args.np
 
     def libraries(self):
-        return available_libraries()
+        libs = available_libraries()
+        return libs[:1] + [MAPPED] + libs[1:]
+
+    def ranges(self, lib):
+        return (LARGE,) if lib == MAPPED else (SMALL, LARGE)
 
     def command(self, lib, coll, rng):
         a = sweep_args(coll, rng)
         if lib == "strata":
             return [os.path.join(BENCH, "strata-perf")] + a + ["-np", str(self.np)]
+        if lib == MAPPED:
+            return [os.path.join(BENCH, "strata-perf")] + a + ["-np", str(self.np), "-M", "1"]
         if lib == "Open MPI":
             return ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(self.np), "--bind-to", "core",
                     "--mca", "btl", "self,vader", os.path.join(BENCH, "mpi-perf")] + a
@@ -351,14 +360,15 @@ def main():
             order = libs if rep % 2 == 0 else list(reversed(libs))
             for coll in colls:
                 for lib in order:
-                    for rng in (SMALL, LARGE):
+                    for rng in getattr(env, "ranges", lambda _: (SMALL, LARGE))(lib):
                         for size, (t, bw) in env.measure(lib, coll, rng).items():
                             d = results.setdefault((lib, coll), {}).setdefault(size, {"time": [], "bus": []})
                             d["time"].append(t)
                             d["bus"].append(bw)
             print(f"rep {rep + 1}/{args.reps} done after {time.time() - started:.0f} s", file=sys.stderr)
         limits = env.limits()
-        commands = {lib: [" ".join(env.command(lib, "COLLECTIVE", rng)) for rng in (SMALL, LARGE)] for lib in libs}
+        commands = {lib: [" ".join(env.command(lib, "COLLECTIVE", rng))
+                          for rng in getattr(env, "ranges", lambda _: (SMALL, LARGE))(lib)] for lib in libs}
     finally:
         env.close()
     # Save the raw measurements first: the report can be rebuilt from them.
@@ -373,9 +383,12 @@ def main():
 
 
 def table(results, libs, coll, sizes, key, heading, best, suffix):
-    """Markdown rows of one metric ("bus" or "time") per library, with strata / best other."""
-    out = ["| size | " + " | ".join(f"{lib} {heading}".strip() for lib in libs) + " | strata / best other |",
-           "| ---: | " + " | ".join("---" for _ in libs) + " | ---: |"]
+    """Markdown rows of one metric ("bus" or "time") per library, with strata / best other (and
+    strata on strataMemAlloc buffers / best other, where measured)."""
+    mine = [lib for lib in ("strata", MAPPED) if lib in libs]
+    out = ["| size | " + " | ".join(f"{lib} {heading}".strip() for lib in libs) + " | " +
+           " | ".join(f"{lib} / best other" for lib in mine) + " |",
+           "| ---: | " + " | ".join("---" for _ in libs) + " | " + " | ".join("---:" for _ in mine) + " |"]
     for s in sizes:
         cells, meds = [], {}
         for lib in libs:
@@ -383,9 +396,28 @@ def table(results, libs, coll, sizes, key, heading, best, suffix):
             cells.append(cell(d[key]) if d else "—")
             if d:
                 meds[lib] = med(d[key])
-        others = [v for k, v in meds.items() if k != "strata" and v]
-        ratio = f"{meds['strata'] / best(others):.2f}{suffix}" if "strata" in meds and others else "—"
-        out.append(f"| {s} | " + " | ".join(cells) + f" | {ratio} |")
+        others = [v for k, v in meds.items() if not k.startswith("strata") and v]
+        ratios = [f"{meds[lib] / best(others):.2f}{suffix}" if meds.get(lib) and others else "—" for lib in mine]
+        out.append(f"| {s} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+    return out
+
+
+def single_copy_bound(results, libs, limits, n):
+    """The all-gather single-copy bound (issue 26): each rank's core must move every byte of the
+    output into its own buffer once (its own block from its send buffer, the others' from theirs),
+    so it copies S bytes, reading and writing 2S at one core's memcpy rate M (bytes read + written):
+    t >= 2S / M, and busbw = (S / t)(n-1)/n <= M (n-1) / (2n) (M / 4 on 2 ranks)."""
+    memcpy = limits.get("memcpy, one core (bytes read + written)")
+    if not memcpy:
+        return []
+    bound = memcpy * (n - 1) / (2 * n)
+    out = ["", f"All-gather single-copy bound: every rank's core copies each output byte once (its own "
+           f"block and the others'), S bytes read and written at one core's memcpy rate M: t ≥ 2S/M, "
+           f"busbw ≤ M(n−1)/(2n) = {bound:.2f} GB/s here (n = {n}). At 64 MiB:", ""]
+    for lib in libs:
+        d = results.get((lib, "all_gather"), {}).get(67108864)
+        if d and d["bus"]:
+            out.append(f"- {lib}: {med(d['bus']):.2f} GB/s = {med(d['bus']) / bound:.0%} of the bound")
     return out
 
 
@@ -416,6 +448,7 @@ def write_report(args, colls, libs, results, limits, commands, date, argv, notes
     if limits:
         lines += ["", "Physical limits measured in the same run:", ""]
         lines += [f"- {what}: {val:.2f} GB/s" for what, val in limits]
+        lines += single_copy_bound(results, libs, dict(limits), n)
     for coll in colls:
         sizes = sorted({s for lib in libs for s in results.get((lib, coll), {})})
         lines += ["", f"## {coll}", "", f"![{coll}]({name}-{coll}.png)", ""]
