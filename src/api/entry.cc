@@ -5,7 +5,6 @@
 #include <unordered_set>
 
 #include "core/error.h"
-#include "core/hot_tls.h"
 #include "core/log.h"
 
 namespace strata {
@@ -21,8 +20,8 @@ struct CommRegistry {
   std::unordered_set<Comm*> live;
   std::atomic<uint64_t> generation{1};
 };
-STRATA_HOT_TLS Comm* tlsLastComm = nullptr;
-STRATA_HOT_TLS uint64_t tlsLastGeneration = 0;
+thread_local Comm* tlsLastComm = nullptr;
+thread_local uint64_t tlsLastGeneration = 0;
 CommRegistry& registry() {
   static CommRegistry* r = new CommRegistry();  // outlives static destructors
   return *r;

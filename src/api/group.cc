@@ -5,12 +5,12 @@
 // (src/fusion/group_fusion.h). A group of device buffers is enqueued on its
 // stream as one step of the communicator's device queue (src/device).
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "api/collectives.h"
 #include "api/entry.h"
 #include "core/error.h"
-#include "core/hot_tls.h"
 #include "device/device_ops.h"
 #include "fusion/group_fusion.h"
 
@@ -22,13 +22,19 @@ struct GroupState {
   std::vector<Request> queued;
 };
 thread_local GroupState tlsGroup;
-STRATA_HOT_TLS int tlsGroupDepth = 0;  // read by every call (inGroup)
+thread_local int tlsGroupDepth = 0;
+// Groups open on any thread. Every call asks inGroup(); while no thread has a
+// group open (the common case) that is one load of this word, not a
+// thread-local lookup (a call into the dynamic loader's __tls_get_addr in a
+// shared library; the initial-exec TLS model that avoids it cannot be used:
+// a library loaded with dlopen after torch finds no static TLS space left).
+std::atomic<int> openGroups{0};
 
 }  // namespace
 
 namespace strata {
 
-bool inGroup() { return tlsGroupDepth > 0; }
+bool inGroup() { return openGroups.load(std::memory_order_relaxed) != 0 && tlsGroupDepth > 0; }
 void enqueue(const Request& r) { tlsGroup.queued.push_back(r); }
 
 }  // namespace strata
@@ -36,7 +42,7 @@ void enqueue(const Request& r) { tlsGroup.queued.push_back(r); }
 extern "C" {
 
 strataResult_t strataGroupStart(void) {
-  ++tlsGroupDepth;
+  if (tlsGroupDepth++ == 0) openGroups.fetch_add(1, std::memory_order_relaxed);
   return strataSuccess;
 }
 
@@ -45,6 +51,7 @@ strataResult_t strataGroupEnd(void) {
   return guarded("strataGroupEnd", current, [&] {
     if (tlsGroupDepth == 0) fail(strataInvalidUsage, "strataGroupEnd without strataGroupStart");
     if (--tlsGroupDepth > 0) return;
+    openGroups.fetch_sub(1, std::memory_order_relaxed);
     // The group's operations, swapped with the (emptied) previous group's:
     // both vectors keep their memory, so a training loop's groups of a
     // thousand tensors do not grow the queue from nothing every step.
