@@ -25,7 +25,7 @@ clang_build() {  # dir, sanitizers, extra cmake args...
 }
 multiproc='Collectives.*/(shm_3ranks|tcp_3ranks_2sockets|ofi_3ranks_tcp|ucx_3ranks_tcp)$'
 multiproc+='|KilledRank.*/(shm_3|tcp_4|ofi_3_tcp|ucx_3_tcp)$|GroupFusion.*/shm_3ranks$|FusionContextTest.*/3ranks$'
-multiproc+='|^Forced/TopoFileAlgorithms\.|^Sizes/RingShift\.|^Placements/MappedMemory.*/3ranks_cma_refused$|^MappedMemory\.'
+multiproc+='|^Forced/TopoFileAlgorithms\.|^Sizes/RingShift\.|^Placements/MappedMemory.*/3ranks_cma_refused|^MappedMemory\.'
 multiproc+='|^(BadInput|Kinds/Mismatch|SilentRank|Strangers|P2P|FusionContext|GroupFusion|FlightRecorder'
 multiproc+='|Recovery|Stats|Trace|Barrier|RecvAnyErrors|Transports/RecvAny|Launchers/InitFromEnv|InitFromEnvErrors|TopoFileErrors)\.'
 if [ "$jobs" = all ] || [ "$jobs" = asan ]; then
