@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -12,17 +11,17 @@
 
 namespace strata {
 
-// Two words, each made in a register and stored whole: a lookup right after
-// the key is made then reads what one store wrote (separate narrow fields,
-// compared by one wide load, would stall store-to-load forwarding on every call).
 struct PlanKey {
-  PlanKey(Coll coll, size_t count, strataDataType_t dtype, strataRedOp_t redop, int root, bool inPlace)
-      : count(count),
-        shape(uint64_t(uint8_t(coll)) | uint64_t(uint8_t(dtype)) << 8 | uint64_t(uint8_t(redop)) << 16 |
-              uint64_t(inPlace) << 24 | uint64_t(uint32_t(root)) << 32) {}
-  uint64_t count;
-  uint64_t shape;  // collective, dtype, operator, in place, root
-  bool operator==(const PlanKey& o) const { return count == o.count && shape == o.shape; }
+  Coll coll;
+  size_t count;
+  strataDataType_t dtype;
+  strataRedOp_t redop;
+  int root;
+  bool inPlace;
+  bool operator==(const PlanKey& o) const {
+    return coll == o.coll && count == o.count && dtype == o.dtype && redop == o.redop &&
+           root == o.root && inPlace == o.inPlace;
+  }
 };
 
 class PlanCache {

@@ -6,17 +6,22 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
+
+#include "algo/plan.h"
+#include "strata/strata.h"
 
 namespace strata {
 
 struct CallMemo {
+  bool valid = false;
+  Coll coll = Coll::kAllReduce;
   const void* send = nullptr;
   const void* recv = nullptr;
   size_t count = 0;
-  uint64_t shape = ~uint64_t(0);  // collective, dtype, operator, root (see request.cc); ~0: none
-  bool inPlace = false;
-  void forget() { shape = ~uint64_t(0); }
+  strataDataType_t dtype = strataFloat32;
+  strataRedOp_t redop = strataSum;
+  int root = 0;
+  bool inPlace = false;  // what the checks found
 };
 
 }  // namespace strata

@@ -29,45 +29,33 @@ bool overlaps(const void* a, size_t an, const void* b, size_t bn) {
   return an && bn && x < y + bn && y < x + an;
 }
 
-}  // namespace
+// `maybeDevice`: whether the process can hold device pointers (deviceMemoryPossible).
+void validateFully(const char* fn, Request& r, bool maybeDevice);
 
-namespace {
-
-// One word of the arguments the memo compares besides the pointers and count.
-uint64_t shapeOf(const Request& r) {
-  return uint64_t(uint8_t(r.coll)) | uint64_t(uint8_t(r.dtype)) << 8 | uint64_t(uint8_t(r.redop)) << 16 |
-         uint64_t(uint32_t(r.root)) << 32;
+bool sameCall(const CallMemo& m, const Request& r) {
+  return m.valid && m.coll == r.coll && m.send == r.send && m.recv == r.recv && m.count == r.count &&
+         m.dtype == r.dtype && m.redop == r.redop && m.root == r.root;
 }
-
-void validateFully(const char* fn, Request& r);
 
 }  // namespace
 
 void validate(const char* fn, Request& r) {
   CallMemo& memo = r.comm->lastValidCall;
-  const uint64_t shape = shapeOf(r);
   // Host memory stays host memory while no CUDA is loaded in the process.
-  const bool deviceImpossible = !deviceMemoryPossible(r.calledTick ? r.calledTick : opclock::now());
-  if (deviceImpossible && memo.shape == shape && memo.count == r.count && memo.send == r.send &&
-      memo.recv == r.recv) {
+  const bool maybeDevice = deviceMemoryPossible(r.calledTick ? r.calledTick : opclock::now());
+  if (!maybeDevice && sameCall(memo, r)) {
     r.inPlace = memo.inPlace;
     r.onDevice = false;
     return;
   }
-  memo.forget();
-  validateFully(fn, r);  // throws on bad input: nothing remembered
-  if (deviceImpossible && validDtype(r.dtype) && validRedOp(r.redop)) {
-    memo.send = r.send;
-    memo.recv = r.recv;
-    memo.count = r.count;
-    memo.inPlace = r.inPlace;
-    memo.shape = shape;
-  }
+  memo.valid = false;
+  validateFully(fn, r, maybeDevice);  // throws on bad input: nothing remembered
+  if (!maybeDevice) memo = CallMemo{true, r.coll, r.send, r.recv, r.count, r.dtype, r.redop, r.root, r.inPlace};
 }
 
 namespace {
 
-void validateFully(const char* fn, Request& r) {
+void validateFully(const char* fn, Request& r, bool maybeDevice) {
   Comm& c = *r.comm;
   const int n = c.nranks(), me = c.rank();
   if (!validDtype(r.dtype)) fail(strataInvalidArgument, "%s: invalid datatype %d", fn, int(r.dtype));
@@ -108,7 +96,6 @@ void validateFully(const char* fn, Request& r) {
   if (r.count == 0) return;
   if (needSend && !r.send) fail(strataInvalidArgument, "%s: sendbuff is NULL with count %zu", fn, r.count);
   if (needRecv && !r.recv) fail(strataInvalidArgument, "%s: recvbuff is NULL with count %zu", fn, r.count);
-  const bool maybeDevice = deviceMemoryPossible(r.calledTick ? r.calledTick : opclock::now());  // one check for both buffers
   const bool sendOnDevice = maybeDevice && needSend && memoryKindOf(r.send) == MemoryKind::kDevice;
   const bool recvOnDevice = maybeDevice && needRecv && memoryKindOf(r.recv) == MemoryKind::kDevice;
   if (needSend && needRecv && sendOnDevice != recvOnDevice)

@@ -50,6 +50,15 @@ TEST(BadInput, EveryBadArgumentGetsACodeAndASentence) {
                strataInvalidArgument, "datatype", "bad dtype");
     expectCode(strataAllReduce(buf.data(), out.data(), 8, strataFloat32, strataRedOp_t(42), comm, nullptr),
                strataInvalidArgument, "operator", "bad op");
+    // Repeating a valid call with only the high bits of its dtype or operator
+    // changed is still refused (the repeated-call memo compares whole arguments).
+    RANK_EXPECT(strataAllReduce(buf.data(), out.data(), 8, strataFloat32, strataSum, comm, nullptr) == strataSuccess,
+                "valid all-reduce: %s", strataGetLastError(comm));
+    expectCode(strataAllReduce(buf.data(), out.data(), 8, strataDataType_t(strataFloat32 + 256), strataSum, comm,
+                               nullptr),
+               strataInvalidArgument, "datatype", "bad dtype repeating a valid call");
+    expectCode(strataAllReduce(buf.data(), out.data(), 8, strataFloat32, strataRedOp_t(strataSum + 256), comm, nullptr),
+               strataInvalidArgument, "operator", "bad op repeating a valid call");
     expectCode(strataBroadcast(buf.data(), out.data(), 8, strataFloat32, n, comm, nullptr),
                strataInvalidArgument, "root", "root == nranks");
     expectCode(strataReduce(buf.data(), out.data(), 8, strataFloat32, strataSum, -1, comm, nullptr),
