@@ -360,7 +360,7 @@ def main():
             order = libs if rep % 2 == 0 else list(reversed(libs))
             for coll in colls:
                 for lib in order:
-                    for rng in getattr(env, "ranges", lambda _: (SMALL, LARGE))(lib):
+                    for rng in ranges_of(env, lib):
                         for size, (t, bw) in env.measure(lib, coll, rng).items():
                             d = results.setdefault((lib, coll), {}).setdefault(size, {"time": [], "bus": []})
                             d["time"].append(t)
@@ -368,7 +368,7 @@ def main():
             print(f"rep {rep + 1}/{args.reps} done after {time.time() - started:.0f} s", file=sys.stderr)
         limits = env.limits()
         commands = {lib: [" ".join(env.command(lib, "COLLECTIVE", rng))
-                          for rng in getattr(env, "ranges", lambda _: (SMALL, LARGE))(lib)] for lib in libs}
+                          for rng in ranges_of(env, lib)] for lib in libs}
     finally:
         env.close()
     # Save the raw measurements first: the report can be rebuilt from them.
@@ -400,6 +400,11 @@ def table(results, libs, coll, sizes, key, heading, best, suffix):
         ratios = [f"{meds[lib] / best(others):.2f}{suffix}" if meds.get(lib) and others else "—" for lib in mine]
         out.append(f"| {s} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
     return out
+
+
+def ranges_of(env, lib):
+    """The sweeps a library runs in this scenario (all of them unless the scenario says)."""
+    return env.ranges(lib) if hasattr(env, "ranges") else (SMALL, LARGE)
 
 
 def single_copy_bound(results, libs, limits, n):

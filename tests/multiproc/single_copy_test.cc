@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -40,6 +41,26 @@ bool refuseCrossMemoryReads() {
   };
   sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
   return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
+}
+
+// One rank of a matrix run: refuses cross-memory reads first (when asked),
+// joins the communicator, and runs the cases `wanted` keeps (through
+// `caller`), each checked against the reference. Returns the problems found.
+int runCases(int rank, int n, const strataUniqueId& id, bool refuseCma,
+             const std::function<bool(const test::Case&)>& wanted, const test::CaseCaller& caller = {}) {
+  int problems = 0;
+  if (refuseCma) RANK_EXPECT(refuseCrossMemoryReads(), "cannot install the seccomp filter");
+  strataComm_t comm = nullptr;
+  if (strataCommInitRank(&comm, n, id, rank) != strataSuccess) return 100;
+  std::vector<test::Case> cases = test::allCases();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (!wanted(cases[i])) continue;
+    std::string err = test::runCase(cases[i], i, rank, n, comm, caller);
+    RANK_EXPECT(err.empty(), "case %s: %s", test::describeCase(cases[i]).c_str(), err.c_str());
+    if (problems > 5) break;
+  }
+  strataCommDestroy(comm);
+  return problems;
 }
 
 std::string readAll(const std::string& dir) {
@@ -106,19 +127,9 @@ TEST(SingleCopy, RefusedCrossMemoryReadsKeepTheRingAndTheResults) {
               {"STRATA_DEBUG", "INFO"}, {"STRATA_DEBUG_FILE", std::string(dir) + "/log.%p"}};
   spec.deadlineSec = 300;
   auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t, const strataUniqueId& id) {
-    int problems = 0;
-    RANK_EXPECT(refuseCrossMemoryReads(), "cannot install the seccomp filter");
-    strataComm_t comm = nullptr;
-    if (strataCommInitRank(&comm, n, id, rank) != strataSuccess) return 100;
-    std::vector<test::Case> cases = test::allCases();
-    for (size_t i = 0; i < cases.size(); ++i) {
-      if (cases[i].dtype != strataFloat32 && cases[i].dtype != strataInt64) continue;
-      std::string err = test::runCase(cases[i], i, rank, n, comm);
-      RANK_EXPECT(err.empty(), "case %s: %s", test::describeCase(cases[i]).c_str(), err.c_str());
-      if (problems > 5) break;
-    }
-    strataCommDestroy(comm);
-    return problems;
+    return runCases(rank, n, id, true, [](const test::Case& c) {
+      return c.dtype == strataFloat32 || c.dtype == strataInt64;
+    });
   });
   EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
   const std::string log = readAll(dir);
@@ -178,20 +189,9 @@ TEST_P(MappedMemory, EveryCollectiveOnStrataMemAllocBuffersMatchesReference) {
   spec.deadlineSec = 300;
   const bool refuse = s.refuseCma;
   auto outcomes = test::runRanks(spec, [refuse](int rank, int n, strataComm_t, const strataUniqueId& id) {
-    int problems = 0;
-    if (refuse) RANK_EXPECT(refuseCrossMemoryReads(), "cannot install the seccomp filter");
-    strataComm_t comm = nullptr;
-    if (strataCommInitRank(&comm, n, id, rank) != strataSuccess) return 100;
-    std::vector<test::Case> cases = test::allCases();
-    for (size_t i = 0; i < cases.size(); ++i) {
-      if (n > 2 && cases[i].dtype != strataFloat32 && cases[i].dtype != strataInt64 && cases[i].dtype != strataFloat16)
-        continue;
-      std::string err = test::runCase(cases[i], i, rank, n, comm, callOnMappedMemory);
-      RANK_EXPECT(err.empty(), "case %s: %s", test::describeCase(cases[i]).c_str(), err.c_str());
-      if (problems > 5) break;
-    }
-    strataCommDestroy(comm);
-    return problems;
+    return runCases(rank, n, id, refuse, [n](const test::Case& c) {
+      return n <= 2 || c.dtype == strataFloat32 || c.dtype == strataInt64 || c.dtype == strataFloat16;
+    }, callOnMappedMemory);
   });
   EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
   const std::string log = readAll(dir);
