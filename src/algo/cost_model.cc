@@ -208,16 +208,16 @@ double hierRingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
   const double k = t.maxLocal(), nodes = t.nnodes(), part = bytes / k;
   const double slices = double(hierOuterSlices(t, size_t(part), chunk));
   const double slicePart = part / slices, sub = slicePart / nodes;
-  const double p = double(sliceCount(size_t(sub), chunk));
+  const double p = double(sliceCount(size_t(sub), linkPhaseBytes(&t, chunk)));
   const double inter = interColumnsUs(t, sub / p, 2 * (nodes - 1) * p);
   return slices * (2 * intraRingsUs(t, k, slicePart, chunk) + inter);
 }
 
 // A log-step reduce-scatter / all-gather across nodes of every column at
 // once, blocks of `blockBytes` per node: each step cut into pipeline slices,
-// one phase each (algo/log_blocks.cc), of logStepSliceBytes.
+// one phase each (algo/log_blocks.cc), of linkPhaseBytes.
 double logColumnsUs(const Topology& t, double blockBytes, size_t chunk, bool reduceScatter) {
-  const size_t slice = logStepSliceBytes(&t, chunk);
+  const size_t slice = linkPhaseBytes(&t, chunk);
   double us = 0;
   for (const LogStepShape& sh : logStepShapes(t.nnodes(), reduceScatter)) {
     const double slices = double(sliceCount(size_t(sh.blocks * blockBytes), slice));
@@ -259,11 +259,11 @@ double intraColumnRingsUs(const Topology& t, double blockBytes, size_t chunk) {
 
 // A log-step reduce-scatter / all-gather over `team` (global ranks), blocks of
 // `blockBytes`: the steps of algo/log_blocks.h, every member's transfer of a
-// step at once, each step cut into pipeline slices (logStepSliceBytes).
+// step at once, each step cut into pipeline slices (linkPhaseBytes).
 double logStepsUs(const Topology& t, const std::vector<int>& team, double blockBytes, size_t chunk,
                   bool reduceScatter) {
   const int n = int(team.size());
-  const size_t slice = logStepSliceBytes(&t, chunk);
+  const size_t slice = linkPhaseBytes(&t, chunk);
   double us = 0;
   for (const LogStepShape& sh : logStepShapes(n, reduceScatter)) {
     std::vector<std::pair<int, int>> pairs;
@@ -282,7 +282,9 @@ double hierScatterGatherUs(const Topology& t, double bytes, size_t chunk, bool l
   const double n = t.nranks(), nodes = t.nnodes(), block = bytes / n;
   const double slices = double(hierBlockSlices(t, size_t(block), chunk));
   const double bs = block / slices;
-  const double inter = logAcross ? logColumnsUs(t, bs, chunk, reduceScatter) : interColumnsUs(t, bs, nodes - 1);
+  const double p = double(sliceCount(size_t(bs), linkPhaseBytes(&t, chunk)));  // the ring's phases per step
+  const double inter =
+      logAcross ? logColumnsUs(t, bs, chunk, reduceScatter) : interColumnsUs(t, bs / p, (nodes - 1) * p);
   return slices * (intraColumnRingsUs(t, bs, chunk) + inter);
 }
 

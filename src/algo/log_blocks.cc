@@ -99,7 +99,7 @@ size_t stepSlices(const std::vector<RingBlock>& blocks, const LogStepShape& shap
 
 }  // namespace
 
-size_t logStepSliceBytes(const Topology* t, size_t chunkBytes) {
+size_t linkPhaseBytes(const Topology* t, size_t chunkBytes) {
   if (!t) return chunkBytes;
   constexpr double kPhaseUs = 1000;    // about a millisecond of link time per phase
   constexpr size_t kMinSlice = 65536;  // below this the phases' latency shows on fast links
@@ -112,7 +112,7 @@ size_t logStepSliceBytes(const Topology* t, size_t chunkBytes) {
 size_t exchangeSlices(const Topology* t, size_t elems, size_t elemSize) {
   const size_t bytes = elems * elemSize;
   if (bytes == 0) return 1;
-  return std::min(sliceCount(bytes, logStepSliceBytes(t, bytes)), elems);
+  return std::min(sliceCount(bytes, linkPhaseBytes(t, bytes)), elems);
 }
 
 void emitLogReduceScatter(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t sliceBytes,

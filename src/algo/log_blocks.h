@@ -14,7 +14,7 @@
 // Each step is cut into pipeline slices of about `sliceBytes`, one phase each
 // (a slice's sends and receives progress together, so no step can block on
 // link buffering); see stepSlices in log_blocks.cc for why not one phase,
-// and logStepSliceBytes for the slice's size.
+// and linkPhaseBytes for the slice's size.
 #pragma once
 
 #include <vector>
@@ -24,21 +24,25 @@
 
 namespace strata {
 
-// The pipeline slice of a log step's phases: about a millisecond of the
-// crossed link's time, at least 64 KiB, at most `chunkBytes` (the
-// ring's slice). Unlike the ring, whose receive-reduce-forward flows stream
+// The pipeline slice of a phase that crosses the topology's links: a log
+// step's, and a hierarchical ring's across nodes. About a millisecond of the
+// crossed link's time, at least 64 KiB, at most `chunkBytes` (the ring's
+// slice). Unlike a flat ring, whose receive-reduce-forward flows stream
 // through a rank, a log step is phase after phase with a partner that changes
 // from step to step; on shaped namespace links (200 Mbit/s and 1 Gbit/s per
 // node, 8 nodes) recursive halving took 1.15-1.4x the ring's time at 1-16 MiB
 // in 512 KiB phases and the ring's time in 64-128 KiB ones, while on shared
-// memory 64 KiB phases cost 15% over 512 KiB (docs/benchmarks/scale.md).
+// memory 64 KiB phases cost 15% over 512 KiB (docs/benchmarks/scale.md). The
+// hierarchical rings' carriers share their node's link (a stream each): on 4
+// such nodes x 2 ranks a 64 MiB all-gather took 1.07-1.10x the link's time in
+// 512 KiB phases and the link's time in 64 KiB ones, as hier_halving did.
 // The links are the inter-node ones when `t` has several nodes; without a
 // topology the slice is the chunk.
-size_t logStepSliceBytes(const Topology* t, size_t chunkBytes);
+size_t linkPhaseBytes(const Topology* t, size_t chunkBytes);
 
 // Slices of one step of a whole-message exchange (recursive doubling's
 // rounds, the all-to-alls' pairwise steps) whose message is `elems` elements
-// of `elemSize` bytes: phases of logStepSliceBytes, but not capped at the
+// of `elemSize` bytes: phases of linkPhaseBytes, but not capped at the
 // chunk (a message up to a millisecond of the link stays one phase), at most
 // one per element, at least one. The same on every rank.
 size_t exchangeSlices(const Topology* t, size_t elems, size_t elemSize);

@@ -349,25 +349,25 @@ TEST(HierPlans, LogStepPlansStaySmallAtScale) {
 // phase the plan has.
 TEST(HierPlans, LogStepPhasesLastAboutAMillisecondOfTheLink) {
   const size_t chunk = 524288;
-  EXPECT_EQ(logStepSliceBytes(nullptr, chunk), chunk);
+  EXPECT_EQ(linkPhaseBytes(nullptr, chunk), chunk);
   Topology t = cluster(8, 1);
   t.inter.gbps = 0.025;  // 200 Mbit/s
-  EXPECT_EQ(logStepSliceBytes(&t, chunk), size_t(65536));
+  EXPECT_EQ(linkPhaseBytes(&t, chunk), size_t(65536));
   t.inter.gbps = 0.125;  // 1 Gbit/s
-  EXPECT_EQ(logStepSliceBytes(&t, chunk), size_t(125000));
+  EXPECT_EQ(linkPhaseBytes(&t, chunk), size_t(125000));
   t.inter.gbps = 25;
-  EXPECT_EQ(logStepSliceBytes(&t, chunk), chunk);
+  EXPECT_EQ(linkPhaseBytes(&t, chunk), chunk);
   Topology one = cluster(1, 8);
   one.inter.gbps = 0.025;  // not crossed on one node
   one.intra.gbps = 10;
-  EXPECT_EQ(logStepSliceBytes(&one, chunk), chunk);
+  EXPECT_EQ(linkPhaseBytes(&one, chunk), chunk);
 
   // 8 nodes, 128 KiB blocks: steps of 4, 2 and 1 blocks.
   const size_t count = 32768;
   for (double gbps : {0.025, 25.0}) {
     t.inter.gbps = gbps;
     t.inter.gapUs = 0;
-    const size_t slice = logStepSliceBytes(&t, chunk), block = count * 4;
+    const size_t slice = linkPhaseBytes(&t, chunk), block = count * 4;
     const size_t phases = sliceCount(4 * block, slice) + sliceCount(2 * block, slice) + sliceCount(block, slice);
     for (const char* algo : {"recursive_halving", "hier_halving"}) {
       CollArgs a;
@@ -394,6 +394,58 @@ TEST(HierPlans, LogStepPhasesLastAboutAMillisecondOfTheLink) {
       t.inter.alphaUs = 101;
       EXPECT_NEAR(predictUs(algo, Coll::kReduceScatter, bytes, t, chunk) - base, double(phases), 0.01)
           << algo << " at " << gbps << " GB/s";
+    }
+  }
+}
+
+// The hierarchical rings' steps across nodes are cut into the same phases:
+// on 4 nodes x 2 ranks at 200 Mbit/s, with a 256 KiB block per node and
+// column, each of rank 0's ring passes across nodes (one for reduce-scatter
+// and all-gather, two for all-reduce) is 4 phases per step of 64 KiB (1 at
+// 25 GB/s): 4 steps as the plan runs them (the first send and the last
+// receive apart), and the model charges one inter-node latency for each of
+// the 3 hops' phases.
+TEST(HierPlans, HierRingStepsAcrossNodesAreLinkPhases) {
+  const size_t chunk = 524288, count = 65536;  // 256 KiB per rank block
+  Topology t = cluster(4, 2);
+  t.inter.gapUs = 0;
+  for (double gbps : {0.025, 25.0}) {
+    t.inter.gbps = gbps;
+    const size_t perStep = sliceCount(count * 4, linkPhaseBytes(&t, chunk));
+    EXPECT_EQ(perStep, gbps < 1 ? size_t(4) : size_t(1));
+    for (Coll coll : {Coll::kReduceScatter, Coll::kAllGather, Coll::kAllReduce}) {
+      CollArgs a;
+      a.coll = coll;
+      a.nranks = 8;
+      a.count = coll == Coll::kAllReduce ? count * 8 : count;  // all-reduce: 1 MiB per column, a quarter per node
+      a.topo = &t;
+      a.chunkBytes = chunk;
+      Config cfg;
+      cfg.algo = "hier_ring";
+      Plan p = buildCollectivePlan(a, OpDesc{}, cfg);
+      size_t across = 0, biggest = 0;  // rank 0's phases that move bytes to or from another node
+      for (const Phase& ph : p.phases) {
+        bool crosses = false;
+        for (uint32_t f = ph.first; f < ph.first + ph.count; ++f) {
+          const Flow& fl = p.flows[f];
+          for (int peer : {fl.peer, fl.forwardPeer})
+            if (peer >= 0 && t.nodeOf(peer) != t.nodeOf(0)) {
+              crosses = true;
+              biggest = std::max(biggest, fl.bytes);
+            }
+        }
+        across += crosses;
+      }
+      const size_t passes = coll == Coll::kAllReduce ? 2 : 1;
+      EXPECT_EQ(across, passes * 4 * perStep) << collName(coll) << " at " << gbps << " GB/s";
+      EXPECT_LE(biggest, linkPhaseBytes(&t, chunk)) << collName(coll) << " at " << gbps << " GB/s";
+      const size_t bytes = collectiveBytes(coll, a.count, 4, 8);
+      t.inter.alphaUs = 100;
+      const double base = predictUs("hier_ring", coll, bytes, t, chunk);
+      t.inter.alphaUs = 101;
+      EXPECT_NEAR(predictUs("hier_ring", coll, bytes, t, chunk) - base, double(passes * 3 * perStep), 0.01)
+          << collName(coll) << " at " << gbps << " GB/s";
+      t.inter.alphaUs = 15;
     }
   }
 }

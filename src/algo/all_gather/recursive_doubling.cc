@@ -20,7 +20,7 @@ void buildRecursiveDoublingAllGather(const CollArgs& a, Plan& plan) {
     b.src = q == a.rank && !a.inPlace ? at(Buf::kSend, 0) : b.dst;
     b.elems = a.count;
   }
-  emitLogAllGather(plan, team, blocks, logStepSliceBytes(a.topo, a.chunkBytes));
+  emitLogAllGather(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes));
 }
 
 }  // namespace strata

@@ -16,12 +16,14 @@ namespace {
 
 using ColumnAllGather = void (*)(Plan&, const Team&, const std::vector<RingBlock>&, const CollArgs&);
 
+// Across nodes a ring's phases are linkPhaseBytes long, as a log step's are:
+// every carrier of a node streams on its link at once (see log_blocks.h).
 void ringAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
-  emitRingAllGather(plan, team, blocks, a.chunkBytes);
+  emitRingAllGather(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes));
 }
 
 void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
-  emitLogAllGather(plan, team, blocks, logStepSliceBytes(a.topo, a.chunkBytes));
+  emitLogAllGather(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes));
 }
 
 void buildHierAllGather(const CollArgs& a, Plan& plan, ColumnAllGather across) {

@@ -27,12 +27,14 @@ namespace {
 // One carried part's all-reduce across nodes (in place, finalized).
 using ColumnAllReduce = void (*)(Plan&, const Team&, Ref, size_t elems, const CollArgs&);
 
+// Across nodes a ring's phases are linkPhaseBytes long, as a log step's are:
+// every carrier of a node streams on its link at once (see log_blocks.h).
 void ringAllReduceAcross(Plan& plan, const Team& team, Ref buf, size_t elems, const CollArgs& a) {
-  emitRingAllReduceInPlace(plan, team, buf, elems, a.chunkBytes, true);
+  emitRingAllReduceInPlace(plan, team, buf, elems, linkPhaseBytes(a.topo, a.chunkBytes), true);
 }
 
 void logAllReduceAcross(Plan& plan, const Team& team, Ref buf, size_t elems, const CollArgs& a) {
-  emitLogAllReduceInPlace(plan, team, buf, elems, logStepSliceBytes(a.topo, a.chunkBytes), true);
+  emitLogAllReduceInPlace(plan, team, buf, elems, linkPhaseBytes(a.topo, a.chunkBytes), true);
 }
 
 // Intra-node reduce-scatter, `column` across nodes on each carried part, intra-node all-gather.

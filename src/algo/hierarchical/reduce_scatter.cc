@@ -26,12 +26,14 @@ namespace {
 // where a node has no rank of that local index).
 using ColumnReduceScatter = void (*)(Plan&, const Team&, const std::vector<RingBlock>&, const CollArgs&);
 
+// Across nodes a ring's phases are linkPhaseBytes long, as a log step's are:
+// every carrier of a node streams on its link at once (see log_blocks.h).
 void ringAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
-  emitRingReduceScatter(plan, team, blocks, a.chunkBytes, true);
+  emitRingReduceScatter(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes), true);
 }
 
 void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
-  emitLogReduceScatter(plan, team, blocks, logStepSliceBytes(a.topo, a.chunkBytes), true);
+  emitLogReduceScatter(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes), true);
 }
 
 void buildHierReduceScatter(const CollArgs& a, Plan& plan, ColumnReduceScatter across) {

@@ -21,7 +21,7 @@ void buildRecursiveHalvingReduceScatter(const CollArgs& a, Plan& plan) {
     if (q == a.rank) b.dst = at(Buf::kRecv, 0);
     b.elems = a.count;
   }
-  emitLogReduceScatter(plan, team, blocks, logStepSliceBytes(a.topo, a.chunkBytes), true);
+  emitLogReduceScatter(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes), true);
 }
 
 }  // namespace strata
