@@ -202,14 +202,21 @@ double intraRingsUs(const Topology& t, double blocks, double blockBytes, size_t 
   return worst;
 }
 
+// Every carried column's ring across nodes: `steps` steps of a block of
+// `blockBytes`, each cut into phases of linkPhaseBytes (as the hierarchical
+// plans cut them).
+double ringColumnsUs(const Topology& t, double blockBytes, double steps, size_t chunk) {
+  const double p = double(sliceCount(size_t(blockBytes), linkPhaseBytes(&t, chunk)));
+  return interColumnsUs(t, blockBytes / p, steps * p);
+}
+
 // Mirrors buildHierRingAllReduce: per outer slice, intra reduce-scatter,
 // each column's ring all-reduce across nodes, intra all-gather.
 double hierRingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
   const double k = t.maxLocal(), nodes = t.nnodes(), part = bytes / k;
   const double slices = double(hierOuterSlices(t, size_t(part), chunk));
-  const double slicePart = part / slices, sub = slicePart / nodes;
-  const double p = double(sliceCount(size_t(sub), linkPhaseBytes(&t, chunk)));
-  const double inter = interColumnsUs(t, sub / p, 2 * (nodes - 1) * p);
+  const double slicePart = part / slices;
+  const double inter = ringColumnsUs(t, slicePart / nodes, 2 * (nodes - 1), chunk);
   return slices * (2 * intraRingsUs(t, k, slicePart, chunk) + inter);
 }
 
@@ -282,9 +289,7 @@ double hierScatterGatherUs(const Topology& t, double bytes, size_t chunk, bool l
   const double n = t.nranks(), nodes = t.nnodes(), block = bytes / n;
   const double slices = double(hierBlockSlices(t, size_t(block), chunk));
   const double bs = block / slices;
-  const double p = double(sliceCount(size_t(bs), linkPhaseBytes(&t, chunk)));  // the ring's phases per step
-  const double inter =
-      logAcross ? logColumnsUs(t, bs, chunk, reduceScatter) : interColumnsUs(t, bs / p, (nodes - 1) * p);
+  const double inter = logAcross ? logColumnsUs(t, bs, chunk, reduceScatter) : ringColumnsUs(t, bs, nodes - 1, chunk);
   return slices * (intraColumnRingsUs(t, bs, chunk) + inter);
 }
 
