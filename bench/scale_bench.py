@@ -50,8 +50,11 @@ LOG_NAME = {"reduce_scatter": "ReduceScatter", "all_gather": "AllGather", "all_r
 PLACEMENTS = {"8 x 1": list(range(8)), "4 x 2": [r // 2 for r in range(8)]}
 # (min, max, iterations, warm-up, rounds as a multiple of --rounds); sizes x4
 # from 16 B, so 64 KiB and 64 MiB are rows. Small sizes get more rounds: their
-# times move with the VM's scheduling from one round to the next.
-RANGES = [("8", "8", "100", "10", 2), ("16", "64K", "100", "10", 2), ("256K", "4M", "8", "2", 1),
+# times move with the VM's scheduling from one round to the next (an 8 x 1
+# 4 KiB all-reduce's rounds spread 384-912 us for one algorithm in one launch),
+# and a round of 100 calls costs them well under a second.
+SMALL_ROUNDS = 4
+RANGES = [("8", "8", "100", "10", SMALL_ROUNDS), ("16", "64K", "100", "10", SMALL_ROUNDS), ("256K", "4M", "8", "2", 1),
           ("16M", "64M", "2", "1", 1)]
 
 
@@ -164,7 +167,8 @@ def main():
     finally:
         cluster.close()
     saved = {"date": time.strftime("%Y-%m-%d"), "argv": " ".join(sys.argv[1:]), "machine": machine(),
-             "rate": args.rate, "rounds": args.rounds, "cc": args.cc, "runs": runs}
+             "rate": args.rate, "rounds": args.rounds, "small_rounds": args.rounds * SMALL_ROUNDS, "cc": args.cc,
+             "runs": runs}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "scale.json"), "w") as f:
         json.dump(saved, f)
@@ -189,7 +193,7 @@ def report(s, out):
              "within 5% of the link bound launch after launch); 8 ranks, placed 8 x 1 (a rank per node) and 4 x 2 (two per node, which use shared "
              "memory between them). Each collective and placement is one set of launches of `strata-perf COLL -A "
              "auto,<every algorithm>`: one communicator per algorithm in the same 8 processes, timed in "
-             f"{s['rounds']} alternating rounds ({2 * s['rounds']} up to 64 KiB); cells are the median time per call over the rounds. *predicted* is "
+             f"{s['rounds']} alternating rounds ({s.get('small_rounds', 2 * s['rounds'])} up to 64 KiB); cells are the median time per call over the rounds. *predicted* is "
              "what the automatic communicator's cost model predicted for each algorithm from the links it measured "
              "at init (the model's prediction, not a measurement). float32 sum, out of place. Sizes are the whole "
              "array (nccl-tests' convention: for reduce-scatter, all-gather and all-to-all, 8 blocks). The links are "
