@@ -4,10 +4,10 @@
 
 namespace strata {
 
-Plan* PlanCache::find(const PlanKey& key) {
-  for (size_t i = 0; i < entries_.size(); ++i) {
+Plan* PlanCache::findFurther(const PlanKey& key) {
+  for (size_t i = 1; i < entries_.size(); ++i) {
     if (!(entries_[i].key == key)) continue;
-    if (i > 0) std::swap(entries_[i], entries_[0]);  // cheap move-to-front
+    std::swap(entries_[i], entries_[0]);  // cheap move-to-front
     return entries_[0].plan.get();
   }
   return nullptr;

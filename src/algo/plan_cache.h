@@ -27,11 +27,16 @@ struct PlanKey {
 class PlanCache {
  public:
   explicit PlanCache(size_t capacity = 32) : capacity_(capacity) {}
-  // The cached plan for `key`, moved to the front; nullptr if absent.
-  Plan* find(const PlanKey& key);
+  // The cached plan for `key`, moved to the front; nullptr if absent. A
+  // repeated call finds its plan in front, checked here without a call.
+  Plan* find(const PlanKey& key) {
+    if (!entries_.empty() && entries_[0].key == key) return entries_[0].plan.get();
+    return findFurther(key);
+  }
   Plan* insert(const PlanKey& key, Plan plan);
 
  private:
+  Plan* findFurther(const PlanKey& key);
   struct Entry {
     PlanKey key;
     std::unique_ptr<Plan> plan;

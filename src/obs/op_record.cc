@@ -49,17 +49,6 @@ void OpRecord::fillMicroseconds(double ticksPerUs) {
   endUs = endTick ? opclock::toSteadyUs(endTick, ticksPerUs) : 0;
 }
 
-uint64_t dataBytes(const OpDesc& d, int nranks) {
-  uint64_t b = d.count * dtypeSize(d.dtype);
-  switch (d.coll) {
-    case Coll::kReduceScatter:
-    case Coll::kAllGather:
-    case Coll::kAllToAll: return b * uint64_t(nranks);
-    case Coll::kBarrier: return 0;
-    default: return b;
-  }
-}
-
 double busFactor(Coll c, int nranks) {
   double n = nranks;
   switch (c) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "algo/plan.h"
+#include "core/dtype.h"
 #include "strata/strata.h"
 
 namespace strata {
@@ -40,7 +41,16 @@ strataStatColl_t statCollOf(const OpFacts& r);
 strataStatColl_t statCollOf(Coll coll);
 const char* statCollName(strataStatColl_t c);
 // nccl-tests' data size and bus factor of a collective on nranks ranks.
-uint64_t dataBytes(const OpDesc& d, int nranks);
+inline uint64_t dataBytes(const OpDesc& d, int nranks) {
+  uint64_t b = d.count * dtypeSize(d.dtype);
+  switch (d.coll) {
+    case Coll::kReduceScatter:
+    case Coll::kAllGather:
+    case Coll::kAllToAll: return b * uint64_t(nranks);
+    case Coll::kBarrier: return 0;
+    default: return b;
+  }
+}
 double busFactor(Coll c, int nranks);
 // The bus factor of a statistics entry (send/recv groups and barriers: 1).
 double busFactor(strataStatColl_t c, int nranks);
