@@ -83,6 +83,7 @@ void parseModelOptions(int argc, char** argv, const char* tool, const char* usag
       } else if (a == "--per-node") o.perNode = int(parsePositive(next(), tool, usage, a));
       else if (a == "--intra") o.intra = parseLinkParams(next(), "--intra");
       else if (a == "--inter") o.inter = parseLinkParams(next(), "--inter");
+      else if (a == "--rails") o.rails = int(parsePositive(next(), tool, usage, a));
       else if (a == "--memory") {
         const char* v = next();
         o.memoryGbps = std::atof(v);
@@ -107,6 +108,7 @@ void parseModelOptions(int argc, char** argv, const char* tool, const char* usag
   if (o.factor < 2) o.factor = 2;
   if (o.minBytes > o.maxBytes) die(tool, usage, "-b is larger than -e");
   if (o.chunk == 0) die(tool, usage, "--chunk must be above zero");
+  o.inter.rails = o.rails;
 }
 
 Topology makeCluster(int nodes, int perNode, const ModelOptions& o) {

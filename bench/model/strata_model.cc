@@ -6,11 +6,12 @@
 // of itself on that cluster.
 //
 //   strata-model [--coll all_reduce] [--nodes 8,64,512,4096] [--per-node 8]
-//                [--intra ALPHA_US,GBPS] [--inter ALPHA_US,GBPS] [-b MIN] [-e MAX]
+//                [--intra ALPHA_US,GBPS] [--inter ALPHA_US,GBPS] [--rails R] [-b MIN] [-e MAX]
 //                [--memory GBPS] [-f FACTOR] [--chunk BYTES] [--topo FILE] [--json]
 // --topo takes placement and link parameters from a STRATA_TOPO_DUMP_FILE
 // (for validating the model against a measured run); --inter is the
-// bandwidth of one node's network (all rails together); --memory the local
+// bandwidth of one node's network (all rails together), --rails how many
+// links (NICs) it is made of: one transfer runs on one of them; --memory the local
 // memory traffic that unpipelined reductions pay (HBM class on GPUs).
 #include <cstdio>
 #include <string>
@@ -28,7 +29,7 @@ namespace {
 
 const char kUsage[] =
     "usage: strata-model [COLLECTIVE | --coll C] [--nodes N,N..] [--per-node L] [--intra A,G] [--inter A,G] "
-    "[--memory G] [-b MIN] [-e MAX] [-f F] [--chunk B] [--topo FILE] [--json]\n";
+    "[--rails R] [--memory G] [-b MIN] [-e MAX] [-f F] [--chunk B] [--topo FILE] [--json]\n";
 
 }  // namespace
 

@@ -27,28 +27,78 @@ struct Builder {
   const PlatformSpec& spec;
   std::vector<sg4::Host*> hosts;
 
-  // Node m: its ranks on a star, its NIC on the route out of the gateway.
+  // Node m: its ranks on a star, its NIC on the route out of the gateway;
+  // with several rails, a zone of explicit routes instead (railedNode).
   std::pair<simgrid::kernel::routing::NetPoint*, simgrid::kernel::routing::NetPoint*> node(sg4::NetZone* parent,
                                                                                           int m) {
+    if (spec.inter.rails > 1) return railedNode(parent, m);
     const std::string name = "node" + std::to_string(m);
     sg4::NetZone* zone = sg4::create_star_zone(name);
     zone->set_parent(parent);
-    const double intraLat = spec.intra.alphaUs * 1e-6 / 2;
     for (int i = 0; i < spec.perNode; ++i) {
-      const int rank = m * spec.perNode + i;
-      sg4::Host* h = zone->create_host("rank" + std::to_string(rank), kRankSpeed);
-      auto* link = zone->create_split_duplex_link(name + "-r" + std::to_string(i), spec.intra.gbps * 1e9);
-      link->set_latency(intraLat)->seal();
-      zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr, {{link, sg4::LinkInRoute::Direction::UP}}, true);
-      hosts[size_t(rank)] = h;
+      sg4::Host* h = rankHost(zone, m, i);
+      zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr,
+                      {{rankLink(zone, m, i), sg4::LinkInRoute::Direction::UP}}, true);
     }
     auto* gw = zone->create_router(name + "-gw");
-    double nic = spec.inter.gbps * 1e9 * (m == spec.slowNode ? spec.slowFactor : 1.0);
-    auto* link = zone->create_split_duplex_link(name + "-nic", nic);
-    link->set_latency(std::max(0.0, spec.inter.alphaUs - spec.intra.alphaUs) * 1e-6 / 2)->seal();
+    auto* link = nicLink(zone, m, "-nic", 1);
     zone->add_route(gw, nullptr, nullptr, nullptr, {{link, sg4::LinkInRoute::Direction::UP}}, true);
     zone->seal();
     return {zone->get_netpoint(), gw};
+  }
+
+  // Node m with its network in spec.inter.rails links (NICs) of an equal
+  // share each: local rank i leaves and enters the node through rail
+  // i % rails only (a rank's connections go through its own NIC), so one
+  // transfer gets one rail's bandwidth. Routes are listed pair by pair; the
+  // links a route crosses are those of the star above.
+  std::pair<simgrid::kernel::routing::NetPoint*, simgrid::kernel::routing::NetPoint*> railedNode(sg4::NetZone* parent,
+                                                                                                int m) {
+    const std::string name = "node" + std::to_string(m);
+    const int rails = spec.inter.rails;
+    sg4::NetZone* zone = sg4::create_full_zone(name);
+    zone->set_parent(parent);
+    std::vector<sg4::Host*> ranks;
+    std::vector<sg4::Link*> own, rail;
+    for (int i = 0; i < spec.perNode; ++i) {
+      ranks.push_back(rankHost(zone, m, i));
+      own.push_back(rankLink(zone, m, i));
+    }
+    for (int k = 0; k < rails; ++k) rail.push_back(nicLink(zone, m, "-rail" + std::to_string(k), rails));
+    auto* gw = zone->create_router(name + "-gw");
+    using D = sg4::LinkInRoute::Direction;
+    for (int i = 0; i < spec.perNode; ++i) {
+      for (int j = i + 1; j < spec.perNode; ++j)
+        zone->add_route(ranks[size_t(i)]->get_netpoint(), ranks[size_t(j)]->get_netpoint(), nullptr, nullptr,
+                        {{own[size_t(i)], D::UP}, {own[size_t(j)], D::DOWN}}, true);
+      zone->add_route(ranks[size_t(i)]->get_netpoint(), gw, nullptr, nullptr,
+                      {{own[size_t(i)], D::UP}, {rail[size_t(i % rails)], D::DOWN}}, true);
+    }
+    zone->seal();
+    return {zone->get_netpoint(), gw};
+  }
+
+  sg4::Host* rankHost(sg4::NetZone* zone, int m, int i) {
+    const int rank = m * spec.perNode + i;
+    sg4::Host* h = zone->create_host("rank" + std::to_string(rank), kRankSpeed);
+    hosts[size_t(rank)] = h;
+    return h;
+  }
+
+  // A rank's own link into its node (shared memory or NVLink class).
+  sg4::Link* rankLink(sg4::NetZone* zone, int m, int i) {
+    auto* link = zone->create_split_duplex_link("node" + std::to_string(m) + "-r" + std::to_string(i),
+                                                spec.intra.gbps * 1e9);
+    link->set_latency(spec.intra.alphaUs * 1e-6 / 2)->seal();
+    return link;
+  }
+
+  // One of `rails` equal parts of node m's network (the NIC when rails is 1).
+  sg4::Link* nicLink(sg4::NetZone* zone, int m, const std::string& suffix, int rails) {
+    const double speed = spec.inter.gbps * 1e9 / rails * (m == spec.slowNode ? spec.slowFactor : 1.0);
+    auto* link = zone->create_split_duplex_link("node" + std::to_string(m) + suffix, speed);
+    link->set_latency(std::max(0.0, spec.inter.alphaUs - spec.intra.alphaUs) * 1e-6 / 2)->seal();
+    return link;
   }
 
   void oneSwitch() {

@@ -2,7 +2,8 @@
 // rank. Built in: ranks of a node on a star (each rank's split-duplex link to
 // the node's switch: the intra-node link, NVLink class or this machine's
 // shared memory), the node's NIC (split duplex, the inter-node bandwidth of
-// all rails together, as strata-model's --inter), and nodes joined by one
+// all rails together, as strata-model's --inter; or inter.rails links of an
+// equal share, local rank i on rail i % rails), and nodes joined by one
 // switch or by a two-level fat-tree (leaf switches of `leafNodes` nodes,
 // spines giving full bisection, or less with `taper`). Or a SimGrid platform
 // file, whose hosts (in name order) are the ranks.

@@ -7,7 +7,7 @@ Writes docs/benchmarks/sim-scaling.json; bench/model/scaling.py puts it beside
 the model in docs/scaling.md.
 
     python3 bench/sim/sim_scaling.py [--nodes 8,64,512,4096] [--per-node 8]
-        [--sizes 64K,1M,16M,256M] [--max-messages 2e6] [--check-reduced 64]
+        [--sizes 64K,1M,16M,256M] [--rails 1] [--max-messages 2e6] [--check-reduced 64]
 
 Counts are bytes (uint8), so 64 KiB splits into blocks even on 32768 ranks.
 Replays that would send more than --max-messages fragments (rings over
@@ -36,6 +36,7 @@ def main():
     p.add_argument("--nodes", default="8,64,512,4096")
     p.add_argument("--per-node", default="8")
     p.add_argument("--sizes", default="64K,1M,16M,256M")
+    p.add_argument("--rails", default="1", help="the links each node's network is made of (strata-sim --rails)")
     p.add_argument("--max-messages", default="2e6")
     p.add_argument("--check-reduced", default="64")
     p.add_argument("--scenario-nodes", default="64")
@@ -53,8 +54,9 @@ def main():
             for size in args.sizes.split(","):
                 t0 = time.time()
                 out = subprocess.run([SIM, coll, "--nodes", nodes, "--per-node", args.per_node, "-d", "uint8",
-                                      "-b", size, "-e", size, "--algo", "all", "--max-messages", args.max_messages,
-                                      "--json", *extra], capture_output=True, text=True)
+                                      "-b", size, "-e", size, "--algo", "all", "--rails", args.rails,
+                                      "--max-messages", args.max_messages, "--json", *extra],
+                                     capture_output=True, text=True)
                 if out.returncode != 0:
                     sys.exit(f"strata-sim failed: {out.stderr}")
                 got = json.loads(out.stdout)
@@ -74,7 +76,8 @@ def main():
         for size in ["1M", "64M"]:
             for name, extra in SCENARIOS:
                 out = subprocess.run([SIM, coll, "--nodes", args.scenario_nodes, "--per-node", args.per_node,
-                                      "-d", "uint8", "-b", size, "-e", size, "--algo", "auto", "--max-messages",
+                                      "-d", "uint8", "-b", size, "-e", size, "--algo", "auto", "--rails", args.rails,
+                                      "--max-messages",
                                       args.max_messages, "--json", *extra], capture_output=True, text=True)
                 if out.returncode != 0:
                     sys.exit(f"strata-sim failed: {out.stderr}")
@@ -85,7 +88,8 @@ def main():
                 json.dump(result, open(args.out, "w"), indent=0)
     # One FSDP step: per layer (1, 4, 16, 64 MiB) an all-gather and a reduce-scatter.
     out = subprocess.run([SIM, "all_gather", "--fsdp-step", "--nodes", args.fsdp_nodes, "--per-node", args.per_node,
-                          "-d", "uint8", "-b", "1M", "-e", "64M", "-f", "4", "--max-messages", args.max_messages,
+                          "-d", "uint8", "-b", "1M", "-e", "64M", "-f", "4", "--rails", args.rails,
+                          "--max-messages", args.max_messages,
                           "--json"], capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"strata-sim failed: {out.stderr}")

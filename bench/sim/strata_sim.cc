@@ -40,9 +40,10 @@ using namespace strata::sim;
 namespace {
 
 const char kUsage[] =
-    "usage: strata-sim COLLECTIVE [--nodes N,N..] [--per-node L] [--intra A,G] [--inter A,G] [--memory G]\n"
-    "                  [-b MIN] [-e MAX] [-f F] [--chunk B] [--algo NAME|auto|all] [--platform fat-tree|switch|FILE]\n"
-    "                  [--leaf-nodes D] [--taper T] [--slow-node N[,FACTOR]] [--late-rank R[,US]]\n"
+    "usage: strata-sim COLLECTIVE [--nodes N,N..] [--per-node L] [--intra A,G] [--inter A,G] [--rails R]\n"
+    "                  [--memory G] [-b MIN] [-e MAX] [-f F] [--chunk B] [--algo NAME|auto|all]\n"
+    "                  [--platform fat-tree|switch|FILE] [--leaf-nodes D] [--taper T]\n"
+    "                  [--slow-node N[,FACTOR]] [--late-rank R[,US]]\n"
     "                  [-d TYPE] [--max-messages M] [--reduce] [--fsdp-step] [--json]\n"
     "  --fsdp-step: one sharded training step, each size from -b to -e a layer: its all-gather, then its\n"
     "  reduce-scatter, every call after the last (the selector's choice for each), beside the calls alone.\n";

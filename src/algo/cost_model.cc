@@ -14,11 +14,19 @@ namespace {
 // What one transfer of a set that happens at once costs: a fixed part (the
 // link's latency, and a gap per other message leaving its node) and a part
 // per byte (a node's network bandwidth shared by the transfers leaving or
-// entering that node).
+// entering that node; a transfer never gets more than its rail's share:
+// interStreamUsPerByte).
 struct HopCost {
   double fixedUs = 0, usPerByte = 0;
   double us(double bytes) const { return fixedUs + bytes * usPerByte; }
 };
+
+// Microseconds per byte of each of `streams` transfers that leave (or enter)
+// a node at once: they share its bandwidth, and each runs on one rail, so
+// fewer transfers than rails leave the other rails idle.
+double interStreamUsPerByte(const Topology& t, double streams) {
+  return std::max(streams, double(std::max(1, t.inter.rails))) / (t.inter.gbps * 1e3);
+}
 
 std::vector<HopCost> hopCosts(const Topology& t, const std::vector<std::pair<int, int>>& pairs) {
   std::vector<int> out(size_t(t.nnodes()), 0), in(size_t(t.nnodes()), 0);
@@ -33,7 +41,7 @@ std::vector<HopCost> hopCosts(const Topology& t, const std::vector<std::pair<int
       costs.push_back({t.intra.alphaUs, 1 / (t.intra.gbps * 1e3)});
     } else {
       int share = std::max(out[size_t(t.nodeOf(a))], in[size_t(t.nodeOf(b))]);
-      costs.push_back({t.inter.alphaUs + (share - 1) * t.inter.gapUs, share / (t.inter.gbps * 1e3)});
+      costs.push_back({t.inter.alphaUs + (share - 1) * t.inter.gapUs, interStreamUsPerByte(t, share)});
     }
   }
   return costs;
@@ -183,7 +191,7 @@ double interColumnsUs(const Topology& t, double bytesPerStep, double phases) {
     const double l = double(t.node(m).size());
     const double carried = std::ceil(double(t.maxLocal()) / l);
     const double streams = std::min<double>(l, t.maxLocal());
-    double step = t.inter.alphaUs + (streams - 1) * t.inter.gapUs + bytesPerStep * streams / (t.inter.gbps * 1e3);
+    double step = t.inter.alphaUs + (streams - 1) * t.inter.gapUs + bytesPerStep * interStreamUsPerByte(t, streams);
     worst = std::max(worst, carried * phases * step);
   }
   return worst;

@@ -14,7 +14,7 @@ using nlohmann::json;
 namespace {
 
 json linkJson(const LinkParams& l) {
-  return json{{"alpha_us", l.alphaUs}, {"gbps", l.gbps}, {"gap_us", l.gapUs}, {"source", l.source}};
+  return json{{"alpha_us", l.alphaUs}, {"gbps", l.gbps}, {"gap_us", l.gapUs}, {"rails", l.rails}, {"source", l.source}};
 }
 
 LinkParams linkFrom(const json& j, const std::string& origin, const char* name) {
@@ -28,6 +28,11 @@ LinkParams linkFrom(const json& j, const std::string& origin, const char* name) 
     fail(strataInvalidArgument, "%s: links.%s needs alpha_us >= 0 and gbps > 0 (got %g, %g)", origin.c_str(),
          name, l.alphaUs, l.gbps);
   if (j.contains("gap_us") && j["gap_us"].is_number()) l.gapUs = std::max(0.0, j["gap_us"].get<double>());
+  if (j.contains("rails")) {
+    if (!j["rails"].is_number_integer() || j["rails"].get<long long>() < 1)
+      fail(strataInvalidArgument, "%s: links.%s.rails must be a whole number of at least 1", origin.c_str(), name);
+    l.rails = int(j["rails"].get<long long>());
+  }
   l.source = "file";
   return l;
 }

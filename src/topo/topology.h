@@ -26,6 +26,10 @@ struct LinkParams {
   double gbps = 1.0;       // GB/s (1e9 bytes per second)
   std::string source;      // where the numbers came from: default | configured | measured | file
   double gapUs = 0;
+  // Links of a node that carry its network traffic side by side (NIC rails,
+  // between nodes only): one transfer runs on one rail at gbps / rails, and
+  // `rails` transfers or more leaving a node share all of gbps.
+  int rails = 1;
   double us(double bytes) const { return alphaUs + bytes / (gbps * 1e3); }
 };
 

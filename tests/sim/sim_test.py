@@ -2,7 +2,8 @@
 """strata-sim at CI size: the replay of the planner's own plans.
 
 - Times a hand can work out (no cost model involved): a pipelined chain, a
-  full-duplex exchange, a slow NIC, a late root, a tapered fat-tree.
+  full-duplex exchange, a slow NIC, a late root, a tapered fat-tree, a node's
+  network in rails.
 - Every algorithm the selector offers, for every collective, replays to the
   end (no stalled rank) on odd layouts: one node of 3, 5 nodes of 1, 3 nodes
   of 2, 2 nodes of 3; odd counts.
@@ -68,6 +69,24 @@ r = one("alltoall", "--nodes", "2", "--per-node", "1", "-b", str(A), "-e", str(A
 want = copy + ALPHA + (A / 2) / (GBPS * 0.5 * 1e3)
 check(near(r["sim_us"], want, 0.005), f"the same with node 0's NIC at half speed: {r['sim_us']:.1f} us, by hand {want:.1f}")
 
+# A node's network in 4 rails (--rails 4): local rank i leaves its node through
+# rail i % 4 only. One transfer gets a quarter of the node's bandwidth; four
+# local ranks streaming at once (the hierarchical ring's columns) get all of it.
+r = one("broadcast", "--nodes", "2", "--per-node", "1", "-b", str(B), "-e", str(B), "--algo", "chain", "--rails", "4")
+want = ALPHA + B / (GBPS / 4 * 1e3)
+check(near(r["sim_us"], want, 0.005),
+      f"chain broadcast of 64 MiB over 2 nodes on 4 rails: {r['sim_us']:.1f} us, by hand {want:.1f}")
+one_rail = one("all_gather", "--nodes", "2", "--per-node", "4", "-b", "256M", "-e", "256M", "--algo", "hier_ring")
+four = one("all_gather", "--nodes", "2", "--per-node", "4", "-b", "256M", "-e", "256M", "--algo", "hier_ring",
+           "--rails", "4")
+check(near(four["sim_us"], one_rail["sim_us"], 0.01) and near(four["model_us"], one_rail["model_us"], 0.01),
+      f"hier_ring all-gather of 256 MiB on 2 x 4, 4 rails vs 1: sim {four['sim_us']:.0f} vs {one_rail['sim_us']:.0f} us, "
+      f"model {four['model_us']:.0f} vs {one_rail['model_us']:.0f} us")
+flat = one("all_gather", "--nodes", "2", "--per-node", "4", "-b", "256M", "-e", "256M", "--algo", "ring", "--rails", "4")
+check(flat["sim_us"] > 2 * one_rail["sim_us"] and near(flat["sim_us"], flat["model_us"], 0.25),
+      f"the flat ring on the same 4 rails (one transfer crosses each node boundary): sim {flat['sim_us']:.0f} us, "
+      f"model {flat['model_us']:.0f} us")
+
 # Two leaf switches of 32 nodes: with the uplinks tapered 2:1, the steps whose
 # traffic crosses between leaves take twice as long, the others not at all.
 full = one("alltoall", "--nodes", "64", "--per-node", "1", "-b", "64M", "-e", "64M", "--algo", "pairwise")
@@ -78,15 +97,15 @@ check(1.2 < ratio < 2.0, f"all-to-all on 64 nodes, fat-tree tapered 2:1 vs full 
 
 # 2. Every algorithm of every collective replays on odd layouts.
 for coll in ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "alltoall"]:
-    for nodes, per in [(1, 3), (5, 1), (3, 2), (2, 3)]:
+    for nodes, per, rails in [(1, 3, 1), (5, 1, 1), (3, 2, 1), (2, 3, 1), (3, 3, 2)]:
         rows = sim(coll, "--nodes", str(nodes), "--per-node", str(per), "-b", "60", "-e", "4M", "-f", "37",
-                   "--algo", "all")
+                   "--algo", "all", "--rails", str(rails))
         bad = [f"{x['algorithm']} {x['bytes']} B: {x['skipped'] or 'no time'}" for x in rows
                if x["skipped"] or not x["sim_us"] > 0]
         algos = sorted({x["algorithm"] for x in rows})
         chosen = all(sum(1 for x in rows if x["bytes"] == b and x["chosen"]) == 1 for b in {x["bytes"] for x in rows})
         check(rows and not bad and chosen,
-              f"{coll} on {nodes} x {per}: {len(rows)} replays of {', '.join(algos)}" + (f"; {bad[:3]}" if bad else ""))
+              f"{coll} on {nodes} x {per} ({rails} rail{'s' if rails > 1 else ''}): {len(rows)} replays of {', '.join(algos)}" + (f"; {bad[:3]}" if bad else ""))
 
 # 2b. A reduced replay (extrapolated from full replays on a half, a quarter and
 # an eighth of the nodes) agrees with the full one within 5%.
@@ -114,6 +133,7 @@ check(p.returncode == 0 and step["layers"] == 3 and 0 < step["step_us"] <= step[
 for args, words in [(["bogus"], "unknown collective"),
                     (["all_reduce", "--algo", "pairwise"], "unknown algorithm"),
                     (["all_reduce", "--nodes", "0"], "--nodes"),
+                    (["all_reduce", "--rails", "0"], "--rails"),
                     (["all_reduce", "--nodes", "40"], "fat-tree"),
                     (["all_reduce", "-d", "float7"], "-d"),
                     (["all_reduce", "--platform", "/nonexistent.xml"], "platform"),

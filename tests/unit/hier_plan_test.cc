@@ -671,6 +671,34 @@ TEST(CostModel, ChainPaysOneLatencyPerHopNotPerSlice) {
   EXPECT_NEAR(predictUs("chain", Coll::kBroadcast, 4096, t, 1 << 19), 2 * (15.0 + 4096 / 50e3), 0.01);
 }
 
+// A node's network in rails (NICs): one transfer gets one rail's share, so a
+// chain (one transfer leaving each node) slows by the rail count, while the
+// hierarchical ring's columns (one per local rank, as many as the rails) keep
+// all of the node's bandwidth.
+TEST(CostModel, OneTransferRunsOnOneRail) {
+  Topology t = cluster(3, 4);
+  t.inter = LinkParams{15.0, 50.0, "test"};
+  const size_t bytes = size_t(256) << 20;
+  const double chainOne = predictUs("chain", Coll::kBroadcast, bytes, t, 1 << 19);
+  const double hierOne = predictUs("hier_ring", Coll::kAllGather, bytes, t, 1 << 19);
+  t.inter.rails = 4;
+  const double chainFour = predictUs("chain", Coll::kBroadcast, bytes, t, 1 << 19);
+  const double hierFour = predictUs("hier_ring", Coll::kAllGather, bytes, t, 1 << 19);
+  // The chain streams at its slowest hop's rate: a hop across nodes, 12.5
+  // instead of 50 GB/s (its hops inside a node run at 100 GB/s either way).
+  EXPECT_GT(chainFour, 3.5 * chainOne);
+  EXPECT_NEAR(hierFour, hierOne, 1e-6 * hierOne);
+  // Two ranks per node on four rails: two transfers leave each node at once,
+  // each on its own rail, half the node's bandwidth idle (latencies and the
+  // inside of a node made negligible, so that the network's bytes are the time).
+  Topology two = cluster(3, 2);
+  two.intra = LinkParams{0.01, 1e5, "test"};
+  two.inter = LinkParams{0.01, 50.0, "test"};
+  const double hierTwoOne = predictUs("hier_ring", Coll::kAllGather, bytes, two, 1 << 19);
+  two.inter.rails = 4;
+  EXPECT_GT(predictUs("hier_ring", Coll::kAllGather, bytes, two, 1 << 19), 1.8 * hierTwoOne);
+}
+
 TEST(CostModel, ForcedAlgorithmWinsOverTheModel) {
   Topology t = cluster(2, 2);
   CollArgs args;

@@ -44,6 +44,7 @@ TEST(TopologyJson, RoundTripsPlacementAndLinkParameters) {
   t.setNuma(3, 1);
   t.intra = LinkParams{1.25, 9.5, "measured"};
   t.inter = LinkParams{31, 0.25, "configured"};
+  t.inter.rails = 4;
   t.host = detectHostHardware();
   Topology back = topologyFromJson(topologyToJson(t), 5, "test");
   ASSERT_EQ(back.nnodes(), 3);
@@ -54,6 +55,8 @@ TEST(TopologyJson, RoundTripsPlacementAndLinkParameters) {
   EXPECT_EQ(back.place(3).numa, 1);
   EXPECT_DOUBLE_EQ(back.intra.alphaUs, 1.25);
   EXPECT_DOUBLE_EQ(back.inter.gbps, 0.25);
+  EXPECT_EQ(back.inter.rails, 4);
+  EXPECT_EQ(back.intra.rails, 1);
   EXPECT_EQ(back.inter.source, "file");
   EXPECT_NE(topologyToJson(t).find("\"nics\""), std::string::npos);
 }
@@ -77,6 +80,9 @@ TEST(TopologyJson, RejectsBadFilesWithASentence) {
             std::string::npos);
   EXPECT_NE(loadError(R"({"ranks":[{"node":0}],"links":{"inter":{"alpha_us":1,"gbps":0}}})", 1)
                 .find("gbps > 0"),
+            std::string::npos);
+  EXPECT_NE(loadError(R"({"ranks":[{"node":0}],"links":{"inter":{"alpha_us":1,"gbps":1,"rails":0}}})", 1)
+                .find("links.inter.rails must be a whole number of at least 1"),
             std::string::npos);
   Topology ok = topologyFromJson(R"({"ranks":[{"node":3},{"node":3},{"node":1}]})", 3, "t");
   EXPECT_EQ(ok.nnodes(), 2);
