@@ -82,8 +82,11 @@ void parseModelOptions(int argc, char** argv, const char* tool, const char* usag
           o.nodes.push_back(int(parsePositive(tok.c_str(), tool, usage, "--nodes")));
       } else if (a == "--per-node") o.perNode = int(parsePositive(next(), tool, usage, a));
       else if (a == "--intra") o.intra = parseLinkParams(next(), "--intra");
-      else if (a == "--inter") o.inter = parseLinkParams(next(), "--inter");
-      else if (a == "--rails") o.rails = int(parsePositive(next(), tool, usage, a));
+      else if (a == "--inter") {
+        const int rails = o.inter.rails;  // --rails may come first
+        o.inter = parseLinkParams(next(), "--inter");
+        o.inter.rails = rails;
+      } else if (a == "--rails") o.inter.rails = int(parsePositive(next(), tool, usage, a));
       else if (a == "--memory") {
         const char* v = next();
         o.memoryGbps = std::atof(v);
@@ -108,7 +111,6 @@ void parseModelOptions(int argc, char** argv, const char* tool, const char* usag
   if (o.factor < 2) o.factor = 2;
   if (o.minBytes > o.maxBytes) die(tool, usage, "-b is larger than -e");
   if (o.chunk == 0) die(tool, usage, "--chunk must be above zero");
-  o.inter.rails = o.rails;
 }
 
 Topology makeCluster(int nodes, int perNode, const ModelOptions& o) {

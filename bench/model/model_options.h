@@ -18,8 +18,9 @@ struct ModelOptions {
   std::vector<int> nodes{8, 64, 512, 4096};
   int perNode = 8;
   LinkParams intra{2.0, 450.0, "configured"};  // NVLink-class
-  LinkParams inter{15.0, 50.0, "configured"};  // a node's network: 4 x 100 Gbit/s
-  int rails = 1;  // --rails: inter.rails (1: one transfer can use all of a node's network)
+  // A node's network: 4 x 100 Gbit/s; --rails sets inter.rails (1: one
+  // transfer can use all of it).
+  LinkParams inter{15.0, 50.0, "configured"};
   double memoryGbps = 2000.0;                   // HBM-class
   size_t minBytes = 8, maxBytes = size_t(1) << 30, factor = 4, chunk = 524288;
   std::string topoFile;

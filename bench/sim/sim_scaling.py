@@ -77,8 +77,8 @@ def main():
             for name, extra in SCENARIOS:
                 out = subprocess.run([SIM, coll, "--nodes", args.scenario_nodes, "--per-node", args.per_node,
                                       "-d", "uint8", "-b", size, "-e", size, "--algo", "auto", "--rails", args.rails,
-                                      "--max-messages",
-                                      args.max_messages, "--json", *extra], capture_output=True, text=True)
+                                      "--max-messages", args.max_messages, "--json", *extra],
+                                     capture_output=True, text=True)
                 if out.returncode != 0:
                     sys.exit(f"strata-sim failed: {out.stderr}")
                 for r in json.loads(out.stdout):

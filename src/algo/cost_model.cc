@@ -25,7 +25,7 @@ struct HopCost {
 // a node at once: they share its bandwidth, and each runs on one rail, so
 // fewer transfers than rails leave the other rails idle.
 double interStreamUsPerByte(const Topology& t, double streams) {
-  return std::max(streams, double(std::max(1, t.inter.rails))) / (t.inter.gbps * 1e3);
+  return std::max(streams, double(t.inter.rails)) / (t.inter.gbps * 1e3);
 }
 
 std::vector<HopCost> hopCosts(const Topology& t, const std::vector<std::pair<int, int>>& pairs) {
