@@ -6,6 +6,7 @@
 #include "algo/algorithms.h"
 #include "algo/hierarchical/teams.h"
 #include "algo/log_blocks.h"
+#include "algo/radix_blocks.h"
 
 namespace strata {
 
@@ -241,6 +242,41 @@ double logColumnsUs(const Topology& t, double blockBytes, size_t chunk, bool red
   return us;
 }
 
+// A radix-k reduce-scatter / all-gather across nodes of every column at once
+// (algo/radix_blocks.h), blocks of `blockBytes` per node: in a step each
+// carrier sends to its k-1 partners at once, so a node's link carries
+// (k-1) x its carriers' streams, each no faster than one rail, all of them no
+// faster than the node's bandwidth; each step cut into slices by its largest
+// message. A reduce-scatter step reduces the partners' data one partner at a
+// time, the first as it arrives, the others from the link's buffer after it.
+double radixColumnsUs(const Topology& t, double blockBytes, size_t chunk, bool reduceScatter) {
+  const int nodes = t.nnodes();
+  if (nodes < 2) return 0;
+  const size_t slice = linkPhaseBytes(&t, chunk);
+  double us = 0;
+  for (const RadixStep& step : radixAllGatherSteps(nodes, 0, radixFor(nodes))) {
+    const double partners = double(step.sends.size());
+    const double largest = double(step.sends[0].blocks.size()) * blockBytes;
+    double total = 0;
+    for (const RadixTransfer& m : step.sends) total += double(m.blocks.size()) * blockBytes;
+    const double slices = double(sliceCount(size_t(largest), slice));
+    double worst = 0;
+    for (int m = 0; m < nodes; ++m) {
+      const double l = double(t.node(m).size());
+      const double carried = std::ceil(double(t.maxLocal()) / l);
+      const double carriers = std::min<double>(l, t.maxLocal());
+      const double streams = carriers * partners;
+      const double bytesUs = std::max(carriers * total / (t.inter.gbps * 1e3),
+                                      largest * t.inter.rails / (t.inter.gbps * 1e3));
+      const double stepUs = t.inter.alphaUs + (streams - 1) * t.inter.gapUs + bytesUs / slices;
+      const double laterReduces = reduceScatter ? (total - largest) / slices : 0;
+      worst = std::max(worst, carried * slices * (stepUs + localReduceUs(t, laterReduces)));
+    }
+    us += worst;
+  }
+  return us;
+}
+
 // Mirrors buildHierHalvingAllReduce: as the ring version, with each column's
 // all-reduce across nodes a log-step reduce-scatter and all-gather of
 // node-count sub-blocks (algo/log_blocks.h), each step one phase.
@@ -289,15 +325,18 @@ double logStepsUs(const Topology& t, const std::vector<int>& team, double blockB
   return us;
 }
 
-// Mirrors buildHierRingReduceScatter / AllGather and their hier_halving
-// forms: per outer slice, the intra ring over the columns, then each
-// column's ring (N-1 steps of one block) or log-step exchange across nodes,
-// all of a node's carriers at once.
-double hierScatterGatherUs(const Topology& t, double bytes, size_t chunk, bool logAcross, bool reduceScatter) {
+// Mirrors buildHierRingReduceScatter / AllGather and their hier_halving and
+// hier_radix forms: per outer slice, the intra ring over the columns, then
+// each column's ring (N-1 steps of one block), log-step or radix-k exchange
+// across nodes, all of a node's carriers at once.
+enum class Across { kRing, kLog, kRadix };
+double hierScatterGatherUs(const Topology& t, double bytes, size_t chunk, Across across, bool reduceScatter) {
   const double n = t.nranks(), nodes = t.nnodes(), block = bytes / n;
   const double slices = double(hierBlockSlices(t, size_t(block), chunk));
   const double bs = block / slices;
-  const double inter = logAcross ? logColumnsUs(t, bs, chunk, reduceScatter) : ringColumnsUs(t, bs, nodes - 1, chunk);
+  const double inter = across == Across::kLog     ? logColumnsUs(t, bs, chunk, reduceScatter)
+                       : across == Across::kRadix ? radixColumnsUs(t, bs, chunk, reduceScatter)
+                                                  : ringColumnsUs(t, bs, nodes - 1, chunk);
   return slices * (intraColumnRingsUs(t, bs, chunk) + inter);
 }
 
@@ -373,8 +412,9 @@ double predictUs(const std::string& algo, Coll coll, size_t bytesIn, const Topol
       if (algo == "ring") return pipelinedRingUs(t, identity(n), bytes / n / slices, double(n - 1), slices);
       if (algo == (coll == Coll::kReduceScatter ? "recursive_halving" : "recursive_doubling"))
         return logStepsUs(t, identity(n), bytes / n, chunk, coll == Coll::kReduceScatter);
-      if (algo == "hier_ring") return hierScatterGatherUs(t, bytes, chunk, false, coll == Coll::kReduceScatter);
-      if (algo == "hier_halving") return hierScatterGatherUs(t, bytes, chunk, true, coll == Coll::kReduceScatter);
+      if (algo == "hier_ring") return hierScatterGatherUs(t, bytes, chunk, Across::kRing, coll == Coll::kReduceScatter);
+      if (algo == "hier_halving") return hierScatterGatherUs(t, bytes, chunk, Across::kLog, coll == Coll::kReduceScatter);
+      if (algo == "hier_radix") return hierScatterGatherUs(t, bytes, chunk, Across::kRadix, coll == Coll::kReduceScatter);
       return -1;
     case Coll::kBroadcast:
     case Coll::kReduce: {

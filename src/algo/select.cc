@@ -22,6 +22,9 @@ struct Algorithm {
   const char* name;
   Builder build;
   bool hierarchical;  // needs CollArgs::topo
+  // Offered to the cost model's choice; otherwise run only when forced
+  // (STRATA_ALGO), and predicted (strata-model, strata-sim) but not chosen.
+  bool automatic = true;
 };
 
 const Algorithm kAlgorithms[] = {
@@ -34,10 +37,17 @@ const Algorithm kAlgorithms[] = {
     {Coll::kReduceScatter, "recursive_halving", buildRecursiveHalvingReduceScatter, false},
     {Coll::kReduceScatter, "hier_ring", buildHierRingReduceScatter, true},
     {Coll::kReduceScatter, "hier_halving", buildHierHalvingReduceScatter, true},
+    // hier_radix is forced only: on the 8-namespace-node clusters its steps
+    // of up to 7 flows at once took up to 1.23x the others' time at 1-16 MiB
+    // where the model put them level (a shaped link's flows do not split it
+    // evenly), and the link probe cannot price a step's extra messages with
+    // one rank per node (docs/ARCHITECTURE.md, radix emitters).
+    {Coll::kReduceScatter, "hier_radix", buildHierRadixReduceScatter, true, false},
     {Coll::kAllGather, "ring", buildRingAllGather, false},
     {Coll::kAllGather, "recursive_doubling", buildRecursiveDoublingAllGather, false},
     {Coll::kAllGather, "hier_ring", buildHierRingAllGather, true},
     {Coll::kAllGather, "hier_halving", buildHierHalvingAllGather, true},
+    {Coll::kAllGather, "hier_radix", buildHierRadixAllGather, true, false},
     {Coll::kBroadcast, "tree", buildTreeBroadcast, false},
     {Coll::kBroadcast, "chain", buildChainBroadcast, false},
     {Coll::kBroadcast, "hier_chain", buildHierChainBroadcast, true},
@@ -116,7 +126,7 @@ std::vector<Prediction> predictAll(Coll coll, size_t bytes, const Topology& topo
   for (const Algorithm& alg : kAlgorithms) {
     if (alg.coll != coll) continue;
     double us = predictUs(alg.name, coll, bytes, topo, chunkBytes, root);
-    if (us >= 0) out.push_back({alg.name, us, alg.hierarchical});
+    if (us >= 0) out.push_back({alg.name, us, alg.hierarchical, alg.automatic});
   }
   return out;
 }
@@ -129,13 +139,16 @@ std::vector<Prediction> predictAll(Coll coll, size_t bytes, const Topology& topo
 // (a NIC's message rate, the kernel's network processing under load) only
 // add to the latter. Measured on 2 nodes x 2 ranks: docs/benchmarks/hier.md.
 size_t pickFastest(const std::vector<Prediction>& c, bool preferHierarchical) {
-  size_t fastest = 0;
-  for (size_t i = 1; i < c.size(); ++i)
-    if (c[i].us < c[fastest].us) fastest = i;
+  bool anyAutomatic = false;
+  for (const Prediction& p : c) anyAutomatic |= p.automatic;
+  auto offered = [&](size_t i) { return c[i].automatic || !anyAutomatic; };
+  size_t fastest = c.size();
+  for (size_t i = 0; i < c.size(); ++i)
+    if (offered(i) && (fastest == c.size() || c[i].us < c[fastest].us)) fastest = i;
   auto bestOf = [&](bool hierarchicalOnly) {
     size_t best = c.size();
     for (size_t i = 0; i < c.size(); ++i) {
-      if (c[i].us > c[fastest].us * (1 + kTieFraction)) continue;
+      if (!offered(i) || c[i].us > c[fastest].us * (1 + kTieFraction)) continue;
       if (hierarchicalOnly && !c[i].hierarchical) continue;
       // A later (more elaborate) algorithm must win by more than 1%.
       if (best == c.size() || c[i].us < c[best].us * 0.99) best = i;

@@ -24,12 +24,14 @@ struct Prediction {
   std::string algorithm;
   double us = 0;
   bool hierarchical = false;  // crosses the network once per node, not from every rank
+  bool automatic = true;      // offered to the selector's choice (else forced only)
 };
 // Predictions of every algorithm that applies to `coll` on `topo`, in the
 // selector's table order.
 std::vector<Prediction> predictAll(Coll coll, size_t bytes, const Topology& topo, size_t chunkBytes,
                                    int root = 0);
-// The selector's pick among them (index): predictions within kTieFraction of
+// The selector's pick among them (index), of those offered to it
+// (Prediction::automatic; all, if none is): predictions within kTieFraction of
 // the fastest are ties, and with `preferHierarchical` (more than one node) a
 // hierarchical algorithm wins a tie (see select.cc); otherwise the fastest,
 // an earlier one keeping its place unless a later one is more than 1% faster.

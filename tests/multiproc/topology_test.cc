@@ -79,7 +79,8 @@ TEST_P(TopoFileAlgorithms, EveryCollectiveOnPretendNodesMatchesReference) {
 }
 
 // The log-step algorithms (hier_halving; recursive_doubling, which names
-// recursive_halving for reduce-scatter) and the hierarchical rings, forced
+// recursive_halving for reduce-scatter), the radix-k ones (hier_radix:
+// reduce-scatter and all-gather) and the hierarchical rings, forced
 // over shared memory and TCP, on uneven nodes and a node count that is not
 // a power of two.
 INSTANTIATE_TEST_SUITE_P(
@@ -92,6 +93,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Forced{"recursive_doubling", "shm", kThreeNodesUneven, "log_flat_shm_3nodes"},
                       Forced{"recursive_doubling", "tcp", kThreePlusOne, "log_flat_tcp"},
                       Forced{"hier_ring", "tcp", kThreeNodesUneven, "hier_ring_tcp_3nodes"},
+                      Forced{"hier_radix", "tcp", kThreeNodesUneven, "hier_radix_tcp_3nodes"},
+                      Forced{"hier_radix", "shm", kThreePlusOne, "hier_radix_shm"},
                       Forced{"", "tcp", kThreeNodesUneven, "auto_tcp_3nodes"}),
     [](const auto& info) { return std::string(info.param.label); });
 

@@ -51,6 +51,7 @@ run_layout "three nodes, round-robin placement, cost model" "" 0 1 2 0 1
 run_layout "four nodes x 2 ranks round-robin, hierarchical" hier 0 1 2 3 0 1 2 3
 run_layout "three nodes x 2 ranks, log-step across nodes (Bruck patterns)" hier_halving 0 0 1 1 2 2
 run_layout "uneven 2 + 1 + 2 interleaved, log-step across nodes" hier_halving 0 1 2 0 2
+run_layout "four nodes, uneven 2 + 1 + 2 + 1, radix-k across nodes (3 partners at once)" hier_radix 0 1 2 3 0 2
 run_layout "four nodes x 2 ranks, cost model" "" 0 0 1 1 2 2 3 3
 if [ $failed -ne 0 ]; then exit 1; fi
 echo "netns test passed"

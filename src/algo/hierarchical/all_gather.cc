@@ -1,14 +1,16 @@
 // Hierarchical all-gather, the mirror of the hierarchical reduce-scatter:
 // per pipeline slice, (1) each column's carriers run an all-gather across
 // nodes of the blocks of that column (block b = rank b's data, column = b's
-// local rank): a ring (hier_ring) or log-step (hier_halving: recursive
-// doubling, or Bruck's for node counts that are not powers of two), (2) a
+// local rank): a ring (hier_ring), log-step (hier_halving: recursive
+// doubling, or Bruck's for node counts that are not powers of two) or radix-k
+// (hier_radix: k-1 partners a step, algo/radix_blocks.h), (2) a
 // ring all-gather inside each node spreads every column from its carrier to
 // the node's other ranks, a column moving as one block of evenly spaced runs.
 #include "algo/algorithms.h"
 #include "algo/compose.h"
 #include "algo/hierarchical/teams.h"
 #include "algo/log_blocks.h"
+#include "algo/radix_blocks.h"
 
 namespace strata {
 
@@ -24,6 +26,10 @@ void ringAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>&
 
 void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
   emitLogAllGather(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes));
+}
+
+void radixAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
+  emitRadixAllGather(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes));
 }
 
 void buildHierAllGather(const CollArgs& a, Plan& plan, ColumnAllGather across) {
@@ -73,5 +79,7 @@ void buildHierAllGather(const CollArgs& a, Plan& plan, ColumnAllGather across) {
 void buildHierRingAllGather(const CollArgs& a, Plan& plan) { buildHierAllGather(a, plan, ringAcrossNodes); }
 
 void buildHierHalvingAllGather(const CollArgs& a, Plan& plan) { buildHierAllGather(a, plan, logAcrossNodes); }
+
+void buildHierRadixAllGather(const CollArgs& a, Plan& plan) { buildHierAllGather(a, plan, radixAcrossNodes); }
 
 }  // namespace strata

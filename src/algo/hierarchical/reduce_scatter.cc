@@ -5,13 +5,15 @@
 // one block of evenly spaced runs (teams.h: columnRuns), so the ring takes
 // ranks-per-node - 1 steps however many nodes there are; (2) each column's
 // carriers run a reduce-scatter across nodes that ends each block at its
-// rank: a ring (hier_ring, N-1 steps) or log-step (hier_halving, ceil(log2 N)
-// steps: algo/log_blocks.h). A node's link carries (N-1)/N of the data, the
-// minimum, either way.
+// rank: a ring (hier_ring, N-1 steps), log-step (hier_halving, ceil(log2 N)
+// steps: algo/log_blocks.h) or radix-k (hier_radix, ceil(log_k N) steps of
+// k-1 partners at once: algo/radix_blocks.h). A node's link carries (N-1)/N of
+// the data, the minimum, every way.
 #include "algo/algorithms.h"
 #include "algo/compose.h"
 #include "algo/hierarchical/teams.h"
 #include "algo/log_blocks.h"
+#include "algo/radix_blocks.h"
 
 namespace strata {
 
@@ -34,6 +36,10 @@ void ringAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>&
 
 void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
   emitLogReduceScatter(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes), true);
+}
+
+void radixAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
+  emitRadixReduceScatter(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes), true);
 }
 
 void buildHierReduceScatter(const CollArgs& a, Plan& plan, ColumnReduceScatter across) {
@@ -91,5 +97,7 @@ void buildHierRingReduceScatter(const CollArgs& a, Plan& plan) { buildHierReduce
 void buildHierHalvingReduceScatter(const CollArgs& a, Plan& plan) {
   buildHierReduceScatter(a, plan, logAcrossNodes);
 }
+
+void buildHierRadixReduceScatter(const CollArgs& a, Plan& plan) { buildHierReduceScatter(a, plan, radixAcrossNodes); }
 
 }  // namespace strata
