@@ -33,13 +33,14 @@ from compare import BENCH, ROOT, machine  # noqa: E402
 from hier_bench import Cluster, fmt_size  # noqa: E402
 
 ALGOS = {
-    "reduce_scatter": ["auto", "ring", "recursive_halving", "hier_ring", "hier_halving"],
-    "all_gather": ["auto", "ring", "recursive_doubling", "hier_ring", "hier_halving"],
+    "reduce_scatter": ["auto", "ring", "recursive_halving", "hier_ring", "hier_halving", "hier_radix"],
+    "all_gather": ["auto", "ring", "recursive_doubling", "hier_ring", "hier_halving", "hier_radix"],
     "all_reduce": ["auto", "ring", "recursive_doubling", "hier_ring", "hier_halving", "hier_leader"],
     "alltoall": ["auto", "pairwise", "hier_pairwise"],
 }
 # The log-step algorithms this benchmark is about, and the ring they replace.
-NEW = {"reduce_scatter": ["recursive_halving", "hier_halving"], "all_gather": ["recursive_doubling", "hier_halving"],
+NEW = {"reduce_scatter": ["recursive_halving", "hier_halving", "hier_radix"],
+       "all_gather": ["recursive_doubling", "hier_halving", "hier_radix"],
        "all_reduce": ["hier_halving"], "alltoall": ["hier_pairwise"]}
 # Sizes are the whole array; these collectives cut it into one block per rank
 # (8), so sizes under 32 B are count 0 for them (rows left empty).
@@ -141,6 +142,8 @@ def main():
     p.add_argument("--colls", default=",".join(ALGOS))
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks"))
     p.add_argument("--from-json", help="rewrite the report from a saved scale.json")
+    p.add_argument("--merge", metavar="WHY", help="keep the other collectives' runs from the scale.json in --out "
+                   "and note that --colls were re-measured, and why")
     args = p.parse_args()
     if args.from_json:
         return report(json.load(open(args.from_json)), args.out)
@@ -169,6 +172,15 @@ def main():
     saved = {"date": time.strftime("%Y-%m-%d"), "argv": " ".join(sys.argv[1:]), "machine": machine(),
              "rate": args.rate, "rounds": args.rounds, "small_rounds": args.rounds * SMALL_ROUNDS, "cc": args.cc,
              "runs": runs}
+    if args.merge:  # the earlier run's other collectives, in the usual order
+        old = json.load(open(os.path.join(args.out, "scale.json")))
+        merged = {**old["runs"], **runs}
+        saved["runs"] = {k: merged[k] for c in ALGOS for pl in PLACEMENTS for k in [f"{c}|{pl}"] if k in merged}
+        kept = sorted({k.split("|")[0] for k in old["runs"] if k not in runs})
+        saved["notes"] = old.get("notes", []) + [
+            f"{', '.join(args.colls.split(','))} re-measured on {saved['date']} ({args.merge}); "
+            f"{', '.join(kept)} from the run of {old['date']} (`bench/scale_bench.py {old['argv']}`)."]
+        saved["argv"] = old["argv"]
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "scale.json"), "w") as f:
         json.dump(saved, f)
