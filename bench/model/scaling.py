@@ -15,12 +15,14 @@ import argparse
 import json
 import math
 import os
+import re
 import statistics
 import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(ROOT, "build", "bench", "strata-model")
 COLLS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "alltoall"]
+RADIX_MAX = 8  # algo/radix_blocks.h: kMaxRadix
 
 
 def predict(coll, args, extra=()):
@@ -127,7 +129,10 @@ def main():
               "L-1 steps at any node count, and across nodes each column runs a log-step reduce-scatter / "
               "all-gather, ceil(log2 N) steps with the minimal bytes. That is what takes a 64 KiB all-gather on "
               "4096 x 8 ranks from 119 ms (the ring: 2 x 4095 latency steps, and 4096 rounds inside each node) "
-              "to a fifth of a millisecond.",
+              "to a fifth of a millisecond. hier_radix (forced only, for now) takes the steps across nodes from "
+              "ceil(log2 N) to ceil(log8 N) by exchanging with up to 7 partners at once: predicted 2.6x faster "
+              "again at 64 KiB on 4096 nodes, and the only way the model sees to 90% of the 8-node busbw at 16 and "
+              "64 MiB (the table above).",
               "- All-to-all: aggregated per node (hier_pairwise) wherever there is more than one node, except at "
               "the largest sizes on 2 nodes, where the intra-node hop it adds costs more than the L-fold fewer "
               "messages save.",
@@ -154,6 +159,19 @@ def main():
     print("\n".join(lines))
 
 
+def latency_steps_left(allowed, link, alpha, nodes, steps_base):
+    """The latency steps a cluster of `nodes` may take for 90% once its extra
+    bytes (`link` µs) are paid, beyond `steps_base`, and the partners per step a
+    radix-k exchange would need for that many steps: e.g. "4 (7 partners)"."""
+    if allowed < link:
+        return "none"
+    steps = steps_base + math.floor((allowed - link) / alpha)
+    if steps < 1:
+        return "none"
+    partners = math.ceil(nodes ** (1 / steps) - 1e-9) - 1
+    return f"{steps} ({partners} partner{'s' if partners != 1 else ''})"
+
+
 def scale_out(predictions, args):
     """How the reduce-scatter / all-gather hold up from the fewest nodes to the
     most, and the arithmetic of what the model allows at each size."""
@@ -165,31 +183,47 @@ def scale_out(predictions, args):
         lo, hi = nodes[0], nodes[-1]
         by = {(r["nodes"], r["bytes"]): r for r in rows}
         n_lo, n_hi = lo * args.per_node, hi * args.per_node
+        share = ((n_hi - 1) / n_hi) / (0.9 * (n_lo - 1) / n_lo)
         small = by.get((hi, 64 << 10))
         if small:
             lines.append(f"**{coll}**: 64 KiB on {hi} x {args.per_node} ranks takes {fmt_time(small['us'])} "
-                         f"({small['chosen']}).")
-        lines += ["", f"| size | busbw {lo} nodes | busbw {hi} nodes | ratio | extra time {hi} nodes may take "
-                  "for 90% | extra time it takes at least |", "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+                         f"({small['chosen']}); hier_radix forced, {fmt_time(small['candidates']['hier_radix'])}.")
+        lines += ["", f"| size | busbw {lo} nodes | busbw {hi} nodes | ratio | busbw {hi} nodes, hier_radix forced | "
+                  f"ratio | the same with hier_radix on {lo} nodes too | extra time {hi} nodes may take for 90% | "
+                  "of which their extra bytes take | latency steps that leaves (partners a step) |",
+                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         steps_lo = math.ceil(math.log2(lo)) if lo > 1 else 0
-        steps_hi = math.ceil(math.log2(hi))
         for sz in sorted({r["bytes"] for r in rows if r["bytes"] >= 16 << 20}):
             a, b = by[(lo, sz)], by[(hi, sz)]
-            # busbw = S (n-1)/n / T: 90% of the low one's allows T_hi up to this.
-            allowed = a["us"] * ((n_hi - 1) / n_hi) / (0.9 * (n_lo - 1) / n_lo) - a["us"]
-            # Each node's link must carry (N-1)/N of S, and a log-step exchange
-            # needs ceil(log2 N) latency steps: what the larger cluster adds at least.
+            # hier_radix's busbw where forced: busbw scales with 1 / time.
+            radix_hi = b["busbw"] * b["us"] / b["candidates"]["hier_radix"]
+            radix_lo = a["busbw"] * a["us"] / a["candidates"]["hier_radix"]
+            # busbw = S (n-1)/n / T: 90% of the low one's allows T_hi up to T_lo * share.
+            allowed = a["us"] * (share - 1)
+            # Each node's link must carry (N-1)/N of S: what the larger cluster adds at least.
             link = sz / (gbps * 1e3) * ((hi - 1) / hi - (lo - 1) / lo)
-            needed = link + alpha * (steps_hi - steps_lo)
-            lines.append(f"| {fmt_size(sz)} | {a['busbw']:.3g} GB/s | {b['busbw']:.3g} GB/s | {b['busbw'] / a['busbw']:.2f} "
-                         f"| {fmt_time(allowed)} | {fmt_time(needed)} |")
+            lines.append(f"| {fmt_size(sz)} | {a['busbw']:.3g} GB/s ({a['chosen']}) | {b['busbw']:.3g} GB/s "
+                         f"({b['chosen']}) | {b['busbw'] / a['busbw']:.2f} | {radix_hi:.3g} GB/s | "
+                         f"{radix_hi / a['busbw']:.2f} | {radix_hi / max(a['busbw'], radix_lo):.2f} | "
+                         f"{fmt_time(allowed)} | {fmt_time(link)} | {latency_steps_left(allowed, link, alpha, hi, steps_lo)} |")
         lines.append("")
-    lines += [f"The last two columns are the arithmetic behind the ratio: busbw divides by the time, so {hi} nodes "
-              f"reach 90% of the {lo}-node busbw only if they take at most the first of them longer; but each node's "
-              "link carries (N-1)/N of the data (7/8 on 8 nodes, all but 1/N on thousands), and a log-step "
-              f"exchange takes ceil(log2 N) latency steps of {alpha:g} µs instead of ceil(log2 {lo}). Where the "
-              "second column exceeds the first, no log-step algorithm can reach 90% under this model's link "
-              "parameters; the gap closes as the size grows and the bandwidth term dominates both.", ""]
+    lines += [f"*ratio*: the {hi}-node busbw over the {lo}-node one, both the selector's choice (the target: at least "
+              f"0.90 from 16 MiB up). hier_radix (algo/radix_blocks.h: up to {RADIX_MAX - 1} partners a step, {hi} "
+              f"nodes in {math.ceil(math.log(hi, RADIX_MAX) - 1e-9)} steps instead of {math.ceil(math.log2(hi))}) is "
+              "run only when forced (STRATA_ALGO): on the 8-namespace-node clusters its steps of several flows at once "
+              "took 1.1-1.23x the other algorithms' time at 1-16 MiB in one launch where the model put them level, "
+              "and at small sizes up to twice recursive doubling's (docs/benchmarks/scale.md, docs/ARCHITECTURE.md), "
+              "so the selector does not offer it yet; the "
+              "next two columns are its prediction where forced, against the choice on "
+              f"{lo} nodes, and against the better of the choice and hier_radix there ({lo} nodes in one step). "
+              f"The last three columns are the arithmetic behind the ratio: busbw divides by the time, so {hi} nodes "
+              f"reach 90% of the {lo}-node busbw only if they take at most {(share - 1) * 100:.1f}% longer; each "
+              f"node's link carries (N-1)/N of the data (7/8 on {lo} nodes, all but 1/N on thousands), which takes "
+              "the next column's time on its own; what is left pays latency steps of "
+              f"{alpha:g} µs beyond the {lo}-node exchange's ceil(log2 {lo}), and a radix-k exchange (k-1 partners "
+              "at once) covers N nodes in ceil(log_k N) steps: in brackets, the partners a step that would need. "
+              "\"none\": the extra bytes alone take longer than the allowance, so no exchange reaches 90% there "
+              "under this model's link parameters.", ""]
     return lines
 
 
@@ -210,18 +244,25 @@ def simulation(args):
         return ["## Simulated", "", "No simulation yet: run bench/sim/sim_scaling.py (strata-sim).", ""]
     s = json.load(open(path))
     rows = [r for r in s["rows"] if not r["skipped"]]
+    kept = s.get("kept")
+    rails = int(re.search(r"--rails (\d+)", s.get("argv", "")).group(1)) if "--rails" in s.get("argv", "") else 1
     lines = ["## Simulated beside modelled (strata-sim)", "",
              "`build/bench/strata-sim` replays the plans the library's planner builds for every rank (the code a "
              "real run calls) on a simulated cluster (SimGrid's flow-level network model): one host per rank, the "
-             "ranks of a node on NVLink-class links, each node's NIC at the inter-node parameters above, nodes on a "
-             "two-level fat-tree with full bisection (32 nodes per leaf switch). The executor's semantics are "
+             "ranks of a node on NVLink-class links, "
+             + (f"each node's network {rails} NICs (rails) sharing the inter-node parameters above, local rank i "
+                f"on rail i mod {rails}, " if rails > 1 else "each node's NIC at the inter-node parameters above, ")
+             + "nodes on a two-level fat-tree with full bisection (32 nodes per leaf switch). The executor's semantics are "
              "replayed: phases in order, the flows of a phase together, 256 KiB fragments forwarded as they "
              "arrive, reductions at the memory rate (docs/ARCHITECTURE.md, strata-sim). Both columns are "
              "predictions, not measurements; strata-sim itself reproduces the 8-namespace-node measurements "
              "within 25% at 1 MiB and above (docs/benchmarks/sim-calibration.md). Counts are bytes (uint8), so "
              "that 64 KiB splits into blocks even on 32768 ranks.", "",
-             f"Command: `python3 bench/sim/sim_scaling.py` ({s.get('wall_s', 0) / 60:.0f} minutes on this "
-             "2-core machine), then this script.", ""]
+             f"Command: `python3 bench/sim/sim_scaling.py {s.get('argv', '')}` ({s.get('wall_s', 0) / 60:.0f} minutes "
+             "on this 2-core machine), then this script."
+             + (f" The rows of {', '.join(kept['colls'])} are kept from an earlier run of the same binary's plans for "
+                f"those collectives (`python3 bench/sim/sim_scaling.py {kept['argv']}`, {kept['wall_s'] / 60:.0f} "
+                "minutes), since nothing they replay changed." if kept else ""), ""]
     reduced = [r for r in rows if r.get("reduced")]
     if reduced:
         lines += [f"Replays that would send more than the message budget (rings over thousands of ranks) are "

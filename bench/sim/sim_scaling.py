@@ -8,6 +8,7 @@ the model in docs/scaling.md.
 
     python3 bench/sim/sim_scaling.py [--nodes 8,64,512,4096] [--per-node 8]
         [--sizes 64K,1M,16M,256M] [--rails 1] [--max-messages 2e6] [--check-reduced 64]
+        [--colls all_reduce,...] [--keep-from OLD.json]
 
 Counts are bytes (uint8), so 64 KiB splits into blocks even on 32768 ranks.
 Replays that would send more than --max-messages fragments (rings over
@@ -44,10 +45,19 @@ def main():
     p.add_argument("--colls", default=",".join(COLLS))
     p.add_argument("--no-extras", action="store_true", help="only the rows: no reduction check, scenarios or FSDP step")
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks", "sim-scaling.json"))
+    p.add_argument("--keep-from", help="a previous run's JSON whose rows of the collectives not in --colls are kept "
+                   "(to replay only the collectives whose plans changed); scenarios and the FSDP step are re-run")
     args = p.parse_args()
     started = time.time()
     result = {"argv": " ".join(sys.argv[1:]), "per_node": int(args.per_node), "rows": [], "reduced_check": [],
               "scenarios": []}
+    if args.keep_from:
+        old = json.load(open(args.keep_from))
+        colls = args.colls.split(",")
+        for key in ("rows", "reduced_check"):
+            result[key] = [r for r in old[key] if r["coll"] not in colls]
+        result["kept"] = {"argv": old["argv"], "wall_s": old.get("wall_s", 0),
+                          "colls": sorted({r["coll"] for r in result["rows"]})}
 
     def run(key, nodes, extra=()):
         for coll in args.colls.split(","):
