@@ -18,15 +18,44 @@ int ceilLog2(int t) {
   return k;
 }
 
-void checkBlocks(const Team& team, const std::vector<RingBlock>& blocks) {
+}  // namespace
+
+void checkOneBlockPerMember(const Team& team, const std::vector<RingBlock>& blocks, const char* emitter) {
   if (blocks.size() != size_t(team.size()))
-    fail(strataInternalError, "log-step emitter: %zu blocks for a team of %d", blocks.size(), team.size());
+    fail(strataInternalError, "%s emitter: %zu blocks for a team of %d", emitter, blocks.size(), team.size());
   for (size_t q = 0; q < blocks.size(); ++q)
     if (blocks[q].owner != int(q) || blocks[q].runs > 1)
-      fail(strataInternalError, "log-step emitter: block %zu must be one run owned by member %zu", q, q);
+      fail(strataInternalError, "%s emitter: block %zu must be one run owned by member %zu", emitter, q, q);
 }
 
-}  // namespace
+bool emitLoneMemberReduceScatter(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks,
+                                 bool finalize) {
+  if (team.size() != 1) return false;
+  const RingBlock& own = blocks[size_t(team.me)];
+  if (!sameRegion(own) || finalize) {
+    plan.beginPhase();
+    plan.add(copyFlow(own.src, own.dst, own.elems * plan.elemSize)).finalize = finalize;
+  }
+  return true;
+}
+
+std::vector<Ref> partialSumTargets(Plan& plan, const std::vector<RingBlock>& blocks, const std::vector<bool>& reduced) {
+  const size_t e = plan.elemSize;
+  size_t scratch = 0;
+  for (size_t q = 0; q < blocks.size(); ++q)
+    if (reduced[q] && !blocks[q].dst.valid()) scratch += blocks[q].elems * e;
+  Ref base = scratch ? reserveScratch(plan, scratch) : Ref{};
+  std::vector<Ref> target(blocks.size());
+  for (size_t q = 0; q < blocks.size(); ++q) {
+    if (blocks[q].dst.valid()) {
+      target[q] = blocks[q].dst;
+    } else if (reduced[q]) {
+      target[q] = base;
+      base = plus(base, blocks[q].elems * e);
+    }
+  }
+  return target;
+}
 
 std::vector<LogStepShape> logStepShapes(int t, bool reduceScatter) {
   std::vector<LogStepShape> shapes;
@@ -117,37 +146,15 @@ size_t exchangeSlices(const Topology* t, size_t elems, size_t elemSize) {
 
 void emitLogReduceScatter(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t sliceBytes,
                           bool finalize) {
-  checkBlocks(team, blocks);
+  checkOneBlockPerMember(team, blocks, "log-step");
+  if (emitLoneMemberReduceScatter(plan, team, blocks, finalize)) return;
   const int t = team.size(), me = team.me;
   const size_t e = plan.elemSize;
-  const RingBlock& own = blocks[size_t(me)];
-  if (t == 1) {
-    if (!sameRegion(own) || finalize) {
-      plan.beginPhase();
-      plan.add(copyFlow(own.src, own.dst, own.elems * e)).finalize = finalize;
-    }
-    return;
-  }
   const std::vector<LogStep> steps = logReduceScatterSteps(t, me);
-  // Where each block's partial sum goes: its dst, or scratch reserved here
-  // (in block order, so that neighbouring partials stay one range).
-  std::vector<Ref> target(static_cast<size_t>(t));
   std::vector<bool> reduced(static_cast<size_t>(t), false);
   for (const LogStep& s : steps)
     for (int q : s.received) reduced[size_t(q)] = true;
-  size_t scratch = 0;
-  for (int q = 0; q < t; ++q)
-    if (reduced[size_t(q)] && !blocks[size_t(q)].dst.valid()) scratch += blocks[size_t(q)].elems * e;
-  Ref base = scratch ? reserveScratch(plan, scratch) : Ref{};
-  for (int q = 0; q < t; ++q) {
-    const RingBlock& b = blocks[size_t(q)];
-    if (b.dst.valid()) {
-      target[size_t(q)] = b.dst;
-    } else if (reduced[size_t(q)]) {
-      target[size_t(q)] = base;
-      base = plus(base, b.elems * e);
-    }
-  }
+  const std::vector<Ref> target = partialSumTargets(plan, blocks, reduced);
   // Where my partial of each block is before each step.
   std::vector<std::vector<Ref>> before(steps.size());
   std::vector<Ref> current(static_cast<size_t>(t));
@@ -181,7 +188,7 @@ void emitLogReduceScatter(Plan& plan, const Team& team, const std::vector<RingBl
 }
 
 void emitLogAllGather(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t sliceBytes) {
-  checkBlocks(team, blocks);
+  checkOneBlockPerMember(team, blocks, "log-step");
   const int t = team.size(), me = team.me;
   const size_t e = plan.elemSize;
   const RingBlock& own = blocks[size_t(me)];

@@ -58,6 +58,18 @@ void emitLogReduceScatter(Plan& plan, const Team& team, const std::vector<RingBl
 // blocks[me].src: my data; blocks[q].dst: where block q lands on me.
 void emitLogAllGather(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t sliceBytes);
 
+// Shared by the log-step and radix emitters (algo/radix_blocks.h):
+// fails (strataInternalError, naming `emitter`) unless there is one block per
+// member, owned by it, in one run;
+void checkOneBlockPerMember(const Team& team, const std::vector<RingBlock>& blocks, const char* emitter);
+// a reduce-scatter over a team of one is its block copied into place (and
+// finalized): true when the team is one member and that was emitted;
+bool emitLoneMemberReduceScatter(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, bool finalize);
+// where each block's partial sum goes: its dst, or for the `reduced` blocks
+// without one scratch reserved here (in block order, so that neighbouring
+// partials stay one range).
+std::vector<Ref> partialSumTargets(Plan& plan, const std::vector<RingBlock>& blocks, const std::vector<bool>& reduced);
+
 // All-reduce of `elems` elements at `buf` (in place) over the team: a log-step
 // reduce-scatter of team-size sub-blocks, then their log-step all-gather
 // (Rabenseifner's algorithm for powers of two; for other sizes the Bruck

@@ -4,7 +4,7 @@
 
 #include "algo/algorithms.h"
 #include "algo/compose.h"
-#include "core/error.h"
+#include "algo/log_blocks.h"
 
 namespace strata {
 
@@ -29,14 +29,6 @@ int mod(long long x, int t) { return int(((x % t) + t) % t); }
 // offsets from its first block: as many as the partner holds (d), fewer in
 // the last step (only those still missing).
 int blocksWith(int i, int d, int t) { return std::min(d, t - i * d); }
-
-void checkBlocks(const Team& team, const std::vector<RingBlock>& blocks) {
-  if (blocks.size() != size_t(team.size()))
-    fail(strataInternalError, "radix emitter: %zu blocks for a team of %d", blocks.size(), team.size());
-  for (size_t q = 0; q < blocks.size(); ++q)
-    if (blocks[q].owner != int(q) || blocks[q].runs > 1)
-      fail(strataInternalError, "radix emitter: block %zu must be one run owned by member %zu", q, q);
-}
 
 // Pipeline slices of a step: from its largest message, as log_blocks.cc's
 // stepSlices; the same on every member.
@@ -109,39 +101,18 @@ std::vector<RadixStep> radixReduceScatterSteps(int t, int me, int radix) {
 
 void emitRadixReduceScatter(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t sliceBytes,
                             bool finalize) {
-  checkBlocks(team, blocks);
+  checkOneBlockPerMember(team, blocks, "radix");
+  if (emitLoneMemberReduceScatter(plan, team, blocks, finalize)) return;
   const int t = team.size(), me = team.me;
   const size_t e = plan.elemSize;
-  const RingBlock& own = blocks[size_t(me)];
-  if (t == 1) {
-    if (!sameRegion(own) || finalize) {
-      plan.beginPhase();
-      plan.add(copyFlow(own.src, own.dst, own.elems * e)).finalize = finalize;
-    }
-    return;
-  }
   const std::vector<RadixStep> steps = radixReduceScatterSteps(t, me, radixFor(t));
-  // Where each block's partial sum goes: its dst, or scratch reserved here
-  // (in block order, so that neighbouring partials stay one range).
   std::vector<bool> reduced(static_cast<size_t>(t), false);
   for (const RadixStep& s : steps)
     for (const RadixTransfer& m : s.recvs)
       for (int q : m.blocks) reduced[size_t(q)] = true;
-  size_t scratch = 0;
-  for (int q = 0; q < t; ++q)
-    if (reduced[size_t(q)] && !blocks[size_t(q)].dst.valid()) scratch += blocks[size_t(q)].elems * e;
-  Ref base = scratch ? reserveScratch(plan, scratch) : Ref{};
-  std::vector<Ref> target(static_cast<size_t>(t)), current(static_cast<size_t>(t));
-  for (int q = 0; q < t; ++q) {
-    const RingBlock& b = blocks[size_t(q)];
-    current[size_t(q)] = b.src;
-    if (b.dst.valid()) {
-      target[size_t(q)] = b.dst;
-    } else if (reduced[size_t(q)]) {
-      target[size_t(q)] = base;
-      base = plus(base, b.elems * e);
-    }
-  }
+  const std::vector<Ref> target = partialSumTargets(plan, blocks, reduced);
+  std::vector<Ref> current(static_cast<size_t>(t));
+  for (int q = 0; q < t; ++q) current[size_t(q)] = blocks[size_t(q)].src;
   for (size_t k = 0; k < steps.size(); ++k) {
     const RadixStep& s = steps[k];
     const bool last = k + 1 == steps.size();
@@ -176,7 +147,7 @@ void emitRadixReduceScatter(Plan& plan, const Team& team, const std::vector<Ring
 }
 
 void emitRadixAllGather(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t sliceBytes) {
-  checkBlocks(team, blocks);
+  checkOneBlockPerMember(team, blocks, "radix");
   const int t = team.size(), me = team.me;
   const size_t e = plan.elemSize;
   const RingBlock& own = blocks[size_t(me)];

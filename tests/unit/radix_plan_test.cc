@@ -49,6 +49,14 @@ TEST(Radix, ChosenRadixHasTheFewestStepsThenFewestPartners) {
   }
 }
 
+// Whether the peer of message `out`, sent by `me` in step s, receives exactly
+// its blocks from me in that step (all[m]: member m's steps).
+bool peerReceivesThem(const std::vector<std::vector<RadixStep>>& all, size_t s, int me, const RadixTransfer& out) {
+  for (const RadixTransfer& in : all[size_t(out.peer)][s].recvs)
+    if (in.peer == me) return in.blocks == out.blocks;
+  return false;
+}
+
 // Every member's view of every step, checked against the others'.
 TEST(Radix, AllGatherStepsDeliverEveryBlockOnce) {
   for (int t = 1; t <= 200; ++t)
@@ -65,14 +73,7 @@ TEST(Radix, AllGatherStepsDeliverEveryBlockOnce) {
           ASSERT_LE(st.sends.size(), size_t(k - 1));
           for (const RadixTransfer& out : st.sends) {
             for (int q : out.blocks) ASSERT_TRUE(held[size_t(me)].count(q)) << t << " k" << k << " sends unheld " << q;
-            // The peer receives exactly these blocks from me in this step.
-            bool found = false;
-            for (const RadixTransfer& in : all[size_t(out.peer)][s].recvs)
-              if (in.peer == me) {
-                ASSERT_EQ(in.blocks, out.blocks) << t << " k" << k;
-                found = true;
-              }
-            ASSERT_TRUE(found) << t << " k" << k;
+            ASSERT_TRUE(peerReceivesThem(all, s, me, out)) << t << " k" << k;
           }
           for (const RadixTransfer& in : st.recvs)
             for (int q : in.blocks)
@@ -99,13 +100,7 @@ TEST(Radix, ReduceScatterStepsSumEveryContributionOnce) {
         auto next = contributors;
         for (int me = 0; me < t; ++me)
           for (const RadixTransfer& out : all[size_t(me)][s].sends) {
-            bool found = false;
-            for (const RadixTransfer& in : all[size_t(out.peer)][s].recvs)
-              if (in.peer == me) {
-                ASSERT_EQ(in.blocks, out.blocks) << t << " k" << k;
-                found = true;
-              }
-            ASSERT_TRUE(found) << t << " k" << k;
+            ASSERT_TRUE(peerReceivesThem(all, s, me, out)) << t << " k" << k;
             for (int q : out.blocks)
               for (int c : contributors[size_t(me)][size_t(q)])
                 ASSERT_TRUE(next[size_t(out.peer)][size_t(q)].insert(c).second)
