@@ -211,7 +211,7 @@ def scale_out(predictions, args):
               f"0.90 from 16 MiB up). hier_radix (algo/radix_blocks.h: up to {RADIX_MAX - 1} partners a step, {hi} "
               f"nodes in {math.ceil(math.log(hi, RADIX_MAX) - 1e-9)} steps instead of {math.ceil(math.log2(hi))}) is "
               "run only when forced (STRATA_ALGO): on the 8-namespace-node clusters its steps of several flows at once "
-              "took 1.1-1.23x the other algorithms' time at 1-16 MiB in one launch where the model put them level, "
+              "took 1.04-1.23x the other algorithms' time at 1-16 MiB in one launch where the model put them level, "
               "and at small sizes up to twice recursive doubling's (docs/benchmarks/scale.md, docs/ARCHITECTURE.md), "
               "so the selector does not offer it yet; the "
               "next two columns are its prediction where forced, against the choice on "
