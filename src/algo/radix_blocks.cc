@@ -77,25 +77,13 @@ std::vector<RadixStep> radixAllGatherSteps(int t, int me, int radix) {
   return steps;
 }
 
+// The all-gather's steps reversed in time and direction: what a member
+// received from a partner it now sends its partials of back, and what it sent
+// comes back to be reduced into its own.
 std::vector<RadixStep> radixReduceScatterSteps(int t, int me, int radix) {
-  std::vector<RadixStep> steps;
-  std::vector<int> ds = distances(t, radix);
-  std::reverse(ds.begin(), ds.end());
-  for (int d : ds) {
-    RadixStep s;
-    for (int i = 1; i < radix && i * d < t; ++i) {
-      RadixTransfer out, in;
-      out.peer = mod(me + (long long)i * d, t);
-      in.peer = mod(me - (long long)i * d, t);
-      for (int o = 0; o < blocksWith(i, d, t); ++o) {
-        out.blocks.push_back(mod(me + (long long)i * d + o, t));
-        in.blocks.push_back(mod(me + o, t));
-      }
-      s.sends.push_back(out);
-      s.recvs.push_back(in);
-    }
-    steps.push_back(s);
-  }
+  std::vector<RadixStep> steps = radixAllGatherSteps(t, me, radix);
+  std::reverse(steps.begin(), steps.end());
+  for (RadixStep& s : steps) std::swap(s.sends, s.recvs);
   return steps;
 }
 
