@@ -55,6 +55,8 @@ PLACEMENTS = {"8 x 1": list(range(8)), "4 x 2": [r // 2 for r in range(8)]}
 # 4 KiB all-reduce's rounds spread 384-912 us for one algorithm in one launch),
 # and a round of 100 calls costs them well under a second.
 SMALL_ROUNDS = 4
+LINKS = re.compile(r"intra-node alpha ([\d.]+) us, ([\d.]+) GB/s .*?; inter-node alpha ([\d.]+) us, ([\d.]+) GB/s "
+                   r"per node.*?, gap ([\d.]+) us, latency hidden ([\d.]+)")
 RANGES = [("8", "8", "100", "10", SMALL_ROUNDS), ("16", "64K", "100", "10", SMALL_ROUNDS), ("256K", "4M", "8", "2", 1),
           ("16M", "64M", "2", "1", 1)]
 
@@ -97,7 +99,8 @@ class CpuSampler:
 
 
 def launch(cluster, coll, place, rng, rounds):
-    """One strata-perf -A sweep; returns {size: {algo: [us per round]}}, {size: prediction dict}, {size: choice}."""
+    """One strata-perf -A sweep; returns {size: {algo: [us per round]}}, {size: prediction dict}, {size: choice}
+    and the link parameters the automatic communicator measured."""
     cluster.port += 2
     lo, hi, iters, warm, _ = rng
     algos = ALGOS[coll]
@@ -124,6 +127,12 @@ def launch(cluster, coll, place, rng, rounds):
     times = {str(row["bytes"]): row["times_us"] for row in rows}
     per_rank = n if coll in ("reduce_scatter", "all_gather", "alltoall") else 1
     pattern = re.compile(LOG_NAME[coll] + r" count (\d+) float32: (\w+), predicted ([\d.-]+) us \((.*)\)")
+    # The link parameters every communicator measured at init (rank 0's INFO
+    # log: the launcher's own first, then one per algorithm in -A order).
+    links = [{"intra_alpha_us": float(m.group(1)), "intra_gbps": float(m.group(2)), "alpha_us": float(m.group(3)),
+              "gbps": float(m.group(4)), "gap_us": float(m.group(5)), "latency_hidden": float(m.group(6))}
+             for m in LINKS.finditer(outs[0][1])]
+    auto_links = links[1 + algos.index("auto")] if "auto" in algos and len(links) == len(algos) + 1 else None
     predicted, chosen = {}, {}
     for m in pattern.finditer(outs[0][1]):
         if "forced" in m.group(4):
@@ -131,7 +140,7 @@ def launch(cluster, coll, place, rng, rounds):
         size = str(int(m.group(1)) * 4 * per_rank)
         chosen[size] = m.group(2)
         predicted[size] = {a: float(us) for a, us in re.findall(r"(\w+) ([\d.]+) us", m.group(4))}
-    return times, predicted, chosen
+    return times, predicted, chosen, auto_links
 
 
 def main():
@@ -140,6 +149,7 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--cc", default=CONGESTION, help="TCP congestion control inside the namespaces (see CONGESTION)")
     p.add_argument("--colls", default=",".join(ALGOS))
+    p.add_argument("--placements", default=",".join(PLACEMENTS), help="comma-separated, e.g. '4 x 2'")
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks"))
     p.add_argument("--from-json", help="rewrite the report from a saved scale.json")
     p.add_argument("--merge", metavar="WHY", help="keep the other collectives' runs from the scale.json in --out "
@@ -155,11 +165,14 @@ def main():
     started = time.time()
     try:
         for coll in args.colls.split(","):
-            for pname, place in PLACEMENTS.items():
-                run = {"times": {}, "predicted": {}, "chosen": {}, "cpu_busy": []}
+            for pname in args.placements.split(","):
+                place = PLACEMENTS[pname.strip()]
+                pname = pname.strip()
+                run = {"times": {}, "predicted": {}, "chosen": {}, "cpu_busy": [], "links": []}
                 for rng in RANGES:
                     cpu = CpuSampler()
-                    t, pr, ch = launch(cluster, coll, place, rng, args.rounds * rng[4])
+                    t, pr, ch, links = launch(cluster, coll, place, rng, args.rounds * rng[4])
+                    run["links"].append([rng[0], rng[1], links])
                     busy = cpu.finish()
                     run["times"].update(t)
                     run["predicted"].update(pr)
@@ -268,7 +281,20 @@ def report(s, out):
     for key, run in s["runs"].items():
         cpu.append(f"- {key.replace('|', ', ')}: " + ", ".join(
             f"{lo}-{hi}: {b:.0%}" for lo, hi, b in run["cpu_busy"] if b is not None))
-    lines = header + head + [""] + lines + cpu + [""]
+    links = ["", "## Links measured at init", "",
+             "What the automatic communicator of each launch measured (src/core/link_probe.cc): the latency of a hop "
+             "inside a node with every rank busy, the network's latency, bandwidth and per-message gap, and the share "
+             "of the latency between steps that the link hides behind bytes (tbf's 1 Mbit burst refunds a link's idle "
+             "time; a NIC would not). The predictions above come from these.", "",
+             "| collective, placement | sizes | intra alpha | inter alpha | GB/s | gap | latency hidden |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for key, run in s["runs"].items():
+        for lo, hi, l in run.get("links", []):
+            if l:
+                links.append(f"| {key.replace('|', ', ')} | {lo}-{hi} | {l['intra_alpha_us']:.1f} µs | "
+                             f"{l['alpha_us']:.1f} µs | {l['gbps']:.4f} | {l['gap_us']:.1f} µs | "
+                             f"{l['latency_hidden']:.2f} |")
+    lines = header + head + [""] + lines + cpu + (links if len(links) > 6 else []) + [""]
     path = os.path.join(out, "scale.md")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -28,8 +28,9 @@ using namespace strata;
 namespace {
 
 const char kUsage[] =
-    "usage: strata-model [COLLECTIVE | --coll C] [--nodes N,N..] [--per-node L] [--intra A,G] [--inter A,G] "
-    "[--rails R] [--memory G] [-b MIN] [-e MAX] [-f F] [--chunk B] [--topo FILE] [--json]\n";
+    "usage: strata-model [COLLECTIVE | --coll C] [--nodes N,N..] [--per-node L] [--intra A,G] "
+    "[--inter A,G[,GAP[,HIDDEN]]] [--rails R] [--memory G] [-b MIN] [-e MAX] [-f F] [--chunk B] [--topo FILE] "
+    "[--json]\n";
 
 }  // namespace
 

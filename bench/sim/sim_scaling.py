@@ -8,7 +8,13 @@ the model in docs/scaling.md.
 
     python3 bench/sim/sim_scaling.py [--nodes 8,64,512,4096] [--per-node 8]
         [--sizes 64K,1M,16M,256M] [--rails 1] [--max-messages 2e6] [--check-reduced 64]
-        [--colls all_reduce,...] [--keep-from OLD.json]
+        [--colls all_reduce,...] [--keep-from OLD.json] [--refresh-model]
+
+--refresh-model: after a change to the cost model alone (no plan changed, so
+every replay stays as it was), recompute the model's column and the
+selector's choice of the saved rows with strata-model (the same functions;
+both take the size in bytes), and replay only the scenarios and FSDP layers
+whose choice changed (a layer's choice: the step on that node count).
 
 Counts are bytes (uint8), so 64 KiB splits into blocks even on 32768 ranks.
 Replays that would send more than --max-messages fragments (rings over
@@ -24,6 +30,7 @@ import sys
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+MODEL = os.path.join(ROOT, "build", "bench", "strata-model")
 SIM = os.environ.get("STRATA_SIM", os.path.join(ROOT, "build", "bench", "strata-sim"))
 COLLS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "alltoall"]
 # What a user at scale asks about, on 64 x 8 ranks with the selector's choice.
@@ -47,7 +54,11 @@ def main():
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks", "sim-scaling.json"))
     p.add_argument("--keep-from", help="a previous run's JSON whose rows of the collectives not in --colls are kept "
                    "(to replay only the collectives whose plans changed); scenarios and the FSDP step are re-run")
+    p.add_argument("--refresh-model", action="store_true", help="recompute the model column and the choice of --out's "
+                   "rows (no replay); replay the scenarios and FSDP layers whose choice changed")
     args = p.parse_args()
+    if args.refresh_model:
+        return refresh_model(args)
     started = time.time()
     result = {"argv": " ".join(sys.argv[1:]), "per_node": int(args.per_node), "rows": [], "reduced_check": [],
               "scenarios": []}
@@ -106,6 +117,80 @@ def main():
     result["fsdp"] = json.loads(out.stdout)
     result["wall_s"] = time.time() - started
     json.dump(result, open(args.out, "w"), indent=0)
+
+
+def model_row(coll, nodes, per_node, rails, size):
+    """strata-model's candidates and choice for one cell, with the defaults strata-sim uses."""
+    out = subprocess.run([MODEL, coll, "--nodes", str(nodes), "--per-node", str(per_node), "--rails", str(rails),
+                          "-b", str(size), "-e", str(size), "--json"], capture_output=True, text=True, check=True)
+    row = json.loads(out.stdout)[0]
+    return row["candidates"], row["chosen"]
+
+
+def refresh_model(args):
+    saved = json.load(open(args.out))
+    rails = args.rails
+    cache, was, now = {}, {}, {}
+
+    def model(coll, nodes, size):
+        key = (coll, nodes, size)
+        if key not in cache:
+            cache[key] = model_row(coll, nodes, saved["per_node"], rails, size)
+        return cache[key]
+
+    for key in ("rows", "reduced_check"):
+        for r in saved[key]:
+            cands, choice = model(r["coll"], r["nodes"], r["bytes"])
+            if r["algorithm"] not in cands:
+                continue
+            cell = f"{r['coll']} {r['nodes']} x {r['per_node']} {r['bytes'] >> 20 or r['bytes']}" + \
+                (" MiB" if r["bytes"] >> 20 else " B")
+            if key == "rows" and r["chosen"]:
+                was[cell] = r["algorithm"]
+            now[cell] = choice
+            r["model_us"] = cands[r["algorithm"]]
+            r["chosen"] = r["algorithm"] == choice
+    changed = [f"{cell}: {was[cell]} -> {now[cell]}" for cell in was if was[cell] != now[cell]]
+    stale = []
+    for r in saved["scenarios"]:
+        cands, choice = model(r["coll"], r["nodes"], r["bytes"])
+        if choice != r["algorithm"]:
+            stale.append((r["coll"], r["bytes"], r["scenario"]))
+        r["model_us"] = cands.get(r["algorithm"], r["model_us"])
+    for coll, size, name in stale:
+        extra = dict(SCENARIOS)[name]
+        out = subprocess.run([SIM, coll, "--nodes", args.scenario_nodes, "--per-node", str(saved["per_node"]),
+                              "-d", "uint8", "-b", str(size), "-e", str(size), "--algo", "auto", "--rails", rails,
+                              "--max-messages", args.max_messages, "--json", *extra], capture_output=True, text=True,
+                             check=True)
+        fresh = json.loads(out.stdout)
+        for r in fresh:
+            r["scenario"] = name
+        saved["scenarios"] = [r for r in saved["scenarios"]
+                              if (r["coll"], r["bytes"], r["scenario"]) != (coll, size, name)] + fresh
+    # The FSDP step's layers (1, 4, 16, 64 MiB), each an all-gather then a reduce-scatter.
+    fsdp_stale = []
+    for step in saved.get("fsdp", []):
+        now = [model(c, step["nodes"], size << 20)[1] for size in (1, 4, 16, 64)
+               for c in ("all_gather", "reduce_scatter")]
+        if now != step["algorithms"].split(","):
+            fsdp_stale.append(str(step["nodes"]))
+    if fsdp_stale:
+        out = subprocess.run([SIM, "all_gather", "--fsdp-step", "--nodes", ",".join(fsdp_stale), "--per-node",
+                              str(saved["per_node"]), "-d", "uint8", "-b", "1M", "-e", "64M", "-f", "4", "--rails",
+                              rails, "--max-messages", args.max_messages, "--json"], capture_output=True, text=True,
+                             check=True)
+        fresh = {str(step["nodes"]): step for step in json.loads(out.stdout)}
+        saved["fsdp"] = [fresh.get(str(step["nodes"]), step) for step in saved["fsdp"]]
+    notes = saved.setdefault("notes", [])
+    notes.append(f"Model column and selector's choice recomputed with strata-model after a cost-model change "
+                 f"(`sim_scaling.py --refresh-model`, {time.strftime('%Y-%m-%d')}); replays unchanged"
+                 + (f"; choices changed: {'; '.join(changed)}" if changed else "; no choice changed")
+                 + (f"; scenarios re-run: {len(stale)}" if stale else "")
+                 + (f"; the FSDP step re-run on {', '.join(fsdp_stale)} nodes" if fsdp_stale else "") + ".")
+    json.dump(saved, open(args.out, "w"), indent=0)
+    print("\n".join(changed) or "no choice changed")
+    print(f"scenarios re-run: {stale}; FSDP step re-run on nodes: {fsdp_stale}")
 
 
 if __name__ == "__main__":

@@ -40,8 +40,8 @@ using namespace strata::sim;
 namespace {
 
 const char kUsage[] =
-    "usage: strata-sim COLLECTIVE [--nodes N,N..] [--per-node L] [--intra A,G] [--inter A,G] [--rails R]\n"
-    "                  [--memory G] [-b MIN] [-e MAX] [-f F] [--chunk B] [--algo NAME|auto|all]\n"
+    "usage: strata-sim COLLECTIVE [--nodes N,N..] [--per-node L] [--intra A,G] [--inter A,G[,GAP[,HIDDEN]]]\n"
+    "                  [--rails R] [--memory G] [-b MIN] [-e MAX] [-f F] [--chunk B] [--algo NAME|auto|all]\n"
     "                  [--platform fat-tree|switch|FILE] [--leaf-nodes D] [--taper T]\n"
     "                  [--slow-node N[,FACTOR]] [--late-rank R[,US]]\n"
     "                  [-d TYPE] [--max-messages M] [--reduce] [--fsdp-step] [--json]\n"

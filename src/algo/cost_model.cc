@@ -88,22 +88,42 @@ double chainUs(const Topology& t, const std::vector<int>& order, double bytes, s
   return first + (bytes - fragment) * slowest;
 }
 
+// The latency of a chain of `steps` hops around a ring whose hops take
+// `hopUs` (hop i: order[i] to order[i+1]): a rank forwards a block only after
+// it arrived, so a block's path crosses consecutive hops, each at its own
+// latency, and the slowest of the n such paths decides (whole laps plus the
+// costliest run of the remaining hops).
+double ringPathUs(const std::vector<double>& hopUs, double steps) {
+  const size_t n = hopUs.size();
+  double lap = 0;
+  for (double h : hopUs) lap += h;
+  const double laps = std::floor(steps / double(n));
+  const size_t rest = size_t(std::lround(steps - laps * double(n)));
+  double window = 0, worst = 0;
+  for (size_t i = 0; i < rest; ++i) window += hopUs[i];
+  worst = window;
+  for (size_t start = 1; start < n && rest > 0; ++start) {
+    window += hopUs[(start + rest - 1) % n] - hopUs[start - 1];
+    worst = std::max(worst, window);
+  }
+  return laps * lap + worst;
+}
+
 // A ring over `order` as the ring plans run it (all_reduce/ring.cc,
 // reduce_scatter/ring.cc, all_gather/ring.cc): `slices` slices one after the
 // other; in each, every member's block of `blockBytes` travels `steps` hops,
 // forwarded fragment by fragment as it arrives while the blocks behind it
 // stream on (a send completes into the next link's buffer). A slice takes the
-// longer of its latency path (every step the slowest hop's latency and a
+// longer of its latency path (every hop on the way at its own latency with a
 // fragment, then the rest of a block) and the busiest hop's bandwidth (`steps`
 // blocks back to back after one latency). A rank starts a slice only when it
 // has finished the last, so each slice pays its latency path (strata-sim's
-// replay agrees within 1% on 4 x 1 nodes at 256 MiB). With hops of unequal
-// latency the replay charges each its own: on 8 x 8 ranks at 2 us inside a
-// node and 15 us between nodes its ring is 2-4x faster than this. This 2-core
-// VM measures small-message ring steps on 4 x 2 namespace nodes at 0.6-0.9x
-// the slowest hop's latency, and with a path of average hops the selector
-// picked the ring there where it measured 1.2-2.6x slower than hier_halving,
-// so the slowest hop stays (docs/scaling.md).
+// replay agrees within 1% on 4 x 1 nodes at 256 MiB). The path charges each
+// hop its own latency, as the replay does: on 8 x 8 ranks at 2 us inside a
+// node and 15 us between nodes, charging every step the slowest hop put the
+// ring at 3-4x the replay. On shared cores a hop inside a node is slow too
+// (the next rank must be scheduled), which the link probe measures at init
+// with every rank busy (probeIntraNodeLatency).
 double pipelinedRingUs(const Topology& t, const std::vector<int>& order, double blockBytes, double steps,
                        double slices) {
   const size_t n = order.size();
@@ -111,13 +131,14 @@ double pipelinedRingUs(const Topology& t, const std::vector<int>& order, double 
   std::vector<std::pair<int, int>> pairs;
   for (size_t i = 0; i < n; ++i) pairs.emplace_back(order[i], order[(i + 1) % n]);
   const double fragment = std::min(blockBytes, double(kMaxFragment));
-  double slowestHop = 0, slowestPerByte = 0, worstFixed = 0;
+  double slowestPerByte = 0, worstFixed = 0;
+  std::vector<double> hopUs;
   for (const HopCost& c : hopCosts(t, pairs)) {
-    slowestHop = std::max(slowestHop, c.us(fragment));
+    hopUs.push_back(c.us(fragment));
     slowestPerByte = std::max(slowestPerByte, c.usPerByte);
     worstFixed = std::max(worstFixed, c.fixedUs);
   }
-  const double path = steps * slowestHop + (blockBytes - fragment) * slowestPerByte;
+  const double path = ringPathUs(hopUs, steps) + (blockBytes - fragment) * slowestPerByte;
   const double bandwidth = worstFixed + steps * blockBytes * slowestPerByte;
   return slices * std::max(path, bandwidth);
 }
@@ -390,8 +411,11 @@ size_t collectiveBytes(Coll coll, size_t count, size_t elemSize, int nranks) {
   return blocks ? bytes * size_t(nranks) : bytes;
 }
 
-double predictUs(const std::string& algo, Coll coll, size_t bytesIn, const Topology& t, size_t chunk,
-                 int root) {
+namespace {
+
+// The prediction on links that hide none of their latency: every step pays
+// its latency and then its bytes.
+double lockstepUs(const std::string& algo, Coll coll, size_t bytesIn, const Topology& t, size_t chunk, int root) {
   const int n = t.nranks();
   const double bytes = double(bytesIn);
   if (n == 1) return 0;
@@ -446,6 +470,28 @@ double predictUs(const std::string& algo, Coll coll, size_t bytesIn, const Topol
       return -1;
     default: return -1;
   }
+}
+
+}  // namespace
+
+double predictLockstepUs(const std::string& algo, Coll coll, size_t bytes, const Topology& t, size_t chunk,
+                         int root) {
+  return lockstepUs(algo, coll, bytes, t, chunk, root);
+}
+
+// On a link that hides latency behind bytes (LinkParams::latencyHidden: a
+// token bucket refunds the idle time between steps) a sequence of steps
+// costs less than its latencies plus its bytes: the hidden share of the
+// smaller of the two goes (all of it: the longer of the two).
+double predictUs(const std::string& algo, Coll coll, size_t bytes, const Topology& t, size_t chunk, int root) {
+  const double lockstep = lockstepUs(algo, coll, bytes, t, chunk, root);
+  const double hidden = t.inter.latencyHidden;
+  if (lockstep <= 0 || hidden <= 0 || t.nnodes() < 2) return lockstep;
+  Topology noLatency = t;
+  noLatency.inter.alphaUs = 0;
+  noLatency.inter.gapUs = 0;
+  const double bytesOnly = lockstepUs(algo, coll, bytes, noLatency, chunk, root);
+  return lockstep - hidden * std::max(0.0, std::min(lockstep - bytesOnly, bytesOnly));
 }
 
 double busBandwidth(Coll coll, size_t bytes, int n, double us) {

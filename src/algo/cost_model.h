@@ -29,6 +29,11 @@ size_t collectiveBytes(Coll coll, size_t count, size_t elemSize, int nranks);
 double predictUs(const std::string& algorithm, Coll coll, size_t bytes, const Topology& topo,
                  size_t chunkBytes, int root = 0);
 
+// The same with none of the network's latency hidden behind bytes (as if
+// topo.inter.latencyHidden were 0): what the selector breaks ties with.
+double predictLockstepUs(const std::string& algorithm, Coll coll, size_t bytes, const Topology& topo,
+                         size_t chunkBytes, int root = 0);
+
 // nccl-tests' bus bandwidth (GB/s) for `bytes` moved in `us` microseconds.
 double busBandwidth(Coll coll, size_t bytes, int nranks, double us);
 

@@ -25,6 +25,9 @@ struct Prediction {
   double us = 0;
   bool hierarchical = false;  // crosses the network once per node, not from every rank
   bool automatic = true;      // offered to the selector's choice (else forced only)
+  // The prediction with none of the network's latency hidden behind bytes
+  // (LinkParams::latencyHidden); negative: the same as `us`.
+  double lockstepUs = -1;
 };
 // Predictions of every algorithm that applies to `coll` on `topo`, in the
 // selector's table order.
@@ -34,7 +37,8 @@ std::vector<Prediction> predictAll(Coll coll, size_t bytes, const Topology& topo
 // (Prediction::automatic; all, if none is): predictions within kTieFraction of
 // the fastest are ties, and with `preferHierarchical` (more than one node) a
 // hierarchical algorithm wins a tie (see select.cc); otherwise the fastest,
-// an earlier one keeping its place unless a later one is more than 1% faster.
+// an earlier one keeping its place unless a later one is more than 1% faster,
+// or within 1% and with more than 1% less latency to hide (lockstepUs).
 // Candidates must not be empty.
 constexpr double kTieFraction = 0.03;
 size_t pickFastest(const std::vector<Prediction>& candidates, bool preferHierarchical);

@@ -97,7 +97,13 @@ void Comm::buildTopology() {
     topo_.inter = parseLinkParams(config_.interLink, "STRATA_INTER_LINK");
   } else if (topo_.inter.source.empty()) {
     topo_.inter = defaultInterLink(topo_.host);
-    if (topo_.nnodes() > 1 && config_.linkProbe) topo_.inter = probeInterNodeLink(*this);
+    if (topo_.nnodes() > 1 && config_.linkProbe) {
+      if (topo_.maxLocal() > 1 && topo_.intra.source.rfind("default", 0) == 0) {
+        topo_.intra.alphaUs = std::max(0.1, probeIntraNodeLatency(*this));
+        topo_.intra.source = "measured latency, " + topo_.intra.source + " bandwidth";
+      }
+      topo_.inter = probeInterNodeLink(*this);
+    }
   }
   if (rank_ == 0 && logLevel() >= LogLevel::kInfo) STRATA_INFO("%s", topo_.summary().c_str());
   if (!config_.topoDumpFile.empty()) {

@@ -14,7 +14,8 @@ using nlohmann::json;
 namespace {
 
 json linkJson(const LinkParams& l) {
-  return json{{"alpha_us", l.alphaUs}, {"gbps", l.gbps}, {"gap_us", l.gapUs}, {"rails", l.rails}, {"source", l.source}};
+  return json{{"alpha_us", l.alphaUs}, {"gbps", l.gbps}, {"gap_us", l.gapUs}, {"rails", l.rails},
+              {"latency_hidden", l.latencyHidden}, {"source", l.source}};
 }
 
 LinkParams linkFrom(const json& j, const std::string& origin, const char* name) {
@@ -32,6 +33,12 @@ LinkParams linkFrom(const json& j, const std::string& origin, const char* name) 
     if (!j["rails"].is_number_integer() || j["rails"].get<long long>() < 1)
       fail(strataInvalidArgument, "%s: links.%s.rails must be a whole number of at least 1", origin.c_str(), name);
     l.rails = int(j["rails"].get<long long>());
+  }
+  if (j.contains("latency_hidden")) {
+    if (!j["latency_hidden"].is_number() || !(j["latency_hidden"].get<double>() >= 0) ||
+        !(j["latency_hidden"].get<double>() <= 1))
+      fail(strataInvalidArgument, "%s: links.%s.latency_hidden must be a number from 0 to 1", origin.c_str(), name);
+    l.latencyHidden = j["latency_hidden"].get<double>();
   }
   l.source = "file";
   return l;

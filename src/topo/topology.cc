@@ -50,9 +50,10 @@ std::string Topology::summary() const {
   if (shown < nodes_.size()) s += format(" + ... (%zu more)", nodes_.size() - shown);
   s += " ranks per node)\n";
   s += format("  links: intra-node alpha %.2f us, %.2f GB/s (%s); inter-node alpha %.2f us, %.3f GB/s "
-              "per node%s, gap %.2f us (%s)\n",
+              "per node%s, gap %.2f us, latency hidden %.2f (%s)\n",
               intra.alphaUs, intra.gbps, intra.source.c_str(), inter.alphaUs, inter.gbps,
-              inter.rails > 1 ? format(" in %d rails", inter.rails).c_str() : "", inter.gapUs, inter.source.c_str());
+              inter.rails > 1 ? format(" in %d rails", inter.rails).c_str() : "", inter.gapUs, inter.latencyHidden,
+              inter.source.c_str());
   s += format("  this host %s: %d cores, %d NUMA node%s, %zu GPU%s (%s)", host.hostname.c_str(), host.cores,
               host.numaNodes, host.numaNodes == 1 ? "" : "s", host.gpus.size(),
               host.gpus.size() == 1 ? "" : "s", host.gpuSource.c_str());

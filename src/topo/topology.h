@@ -30,6 +30,13 @@ struct LinkParams {
   // between nodes only): one transfer runs on one rail at gbps / rails, and
   // `rails` transfers or more leaving a node share all of gbps.
   int rails = 1;
+  // Share (0..1) of the latency between a node's transfers that its link
+  // hides behind their bytes (between nodes only). A NIC hides none: a step
+  // that waits for its partner leaves the link idle. A link shaped by a token
+  // bucket with a deep burst (tbf, as in the namespace clusters) refunds that
+  // idle time, so a run of steps costs the longer of its latencies and its
+  // bytes rather than their sum. Measured at init (link_probe.cc).
+  double latencyHidden = 0;
   double us(double bytes) const { return alphaUs + bytes / (gbps * 1e3); }
 };
 

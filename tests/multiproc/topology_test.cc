@@ -98,6 +98,57 @@ INSTANTIATE_TEST_SUITE_P(
                       Forced{"", "tcp", kThreeNodesUneven, "auto_tcp_3nodes"}),
     [](const auto& info) { return std::string(info.param.label); });
 
+// Pretend nodes whose file gives no link parameters: init measures them (the
+// link probe) and every rank uses the same figures. The hop inside a node is
+// measured unless STRATA_INTRA_LINK sets it; the share of latency the network
+// hides is a fraction; collectives still match the reference.
+TEST(LinkProbe, MeasuresTheNetworkAndTheHopInsideANodeOnPretendNodes) {
+  const std::string topo = tempPath("probe_topo.json"), dump = tempPath("probe_dump_%r.json");
+  writeFile(topo, R"({"ranks": [{"node": 0}, {"node": 0}, {"node": 1}, {"node": 1}, {"node": 1}]})");
+  for (const char* intra : {"", "2.5,9"}) {
+    test::RankSpec spec;
+    spec.nranks = 5;
+    spec.env = {{"STRATA_TOPO_FILE", topo}, {"STRATA_TOPO_DUMP_FILE", dump}, {"STRATA_TIMEOUT_MS", "60000"}};
+    if (*intra) spec.env["STRATA_INTRA_LINK"] = intra;
+    spec.deadlineSec = 120;
+    auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
+      std::vector<test::Case> cases = test::allCases();
+      int problems = 0;
+      for (size_t i = 0; i < cases.size(); i += 7) {  // a sample of the cases: the probe is what is tested
+        std::string err = test::runCase(cases[i], i, rank, n, comm);
+        if (!err.empty() && ++problems)
+          std::fprintf(stderr, "rank %d case %s: %s\n", rank, test::describeCase(cases[i]).c_str(), err.c_str());
+      }
+      return problems;
+    });
+    EXPECT_TRUE(test::allSucceeded(outcomes)) << intra << ": " << test::describe(outcomes);
+    std::vector<double> intraAlpha, interAlpha, hidden;
+    for (int r = 0; r < 5; ++r) {
+      const std::string path = tempPath(("probe_dump_" + std::to_string(r) + ".json").c_str());
+      std::stringstream text;
+      text << std::ifstream(path).rdbuf();
+      EXPECT_NE(text.str().find("\"source\": \"measured\""), std::string::npos) << path;
+      EXPECT_EQ(text.str().find("measured latency") != std::string::npos, *intra == '\0') << path;
+      Topology t = readTopologyFile(path, 5);
+      intraAlpha.push_back(t.intra.alphaUs);
+      interAlpha.push_back(t.inter.alphaUs);
+      hidden.push_back(t.inter.latencyHidden);
+      std::remove(path.c_str());
+    }
+    for (int r = 0; r < 5; ++r) {  // shared: every rank chooses alike
+      EXPECT_EQ(intraAlpha[size_t(r)], intraAlpha[0]);
+      EXPECT_EQ(interAlpha[size_t(r)], interAlpha[0]);
+      EXPECT_EQ(hidden[size_t(r)], hidden[0]);
+    }
+    if (*intra) EXPECT_DOUBLE_EQ(intraAlpha[0], 2.5);
+    else EXPECT_GT(intraAlpha[0], 0);
+    EXPECT_GT(interAlpha[0], 0);
+    EXPECT_GE(hidden[0], 0);
+    EXPECT_LE(hidden[0], 1);
+  }
+  std::remove(topo.c_str());
+}
+
 // Init with `env` must fail on every rank with strataInvalidArgument and a
 // last-error sentence containing `phrase`.
 void expectInitFails(const test::Env& env, const char* phrase) {

@@ -628,6 +628,13 @@ TEST(CostModel, TiesGoToTheAlgorithmThatCrossesTheNetworkOncePerNode) {
   // Among hierarchical ties, the fastest of them.
   c = {{"recursive_doubling", 100.0, false}, {"hier_ring", 102.9, true}, {"hier_leader", 101.5, true}};
   EXPECT_EQ(c[pickFastest(c, true)].algorithm, "hier_leader");
+  // Where the link hides latency, candidates that predict the same time (their
+  // bytes') are told apart by the latency they hide: the less, the better.
+  c = {{"hier_ring", 500.0, true, true, 800.0}, {"hier_halving", 500.0, true, true, 700.0},
+       {"hier_radix", 499.0, true, false, 600.0}};
+  EXPECT_EQ(c[pickFastest(c, true)].algorithm, "hier_halving");  // hier_radix is not offered
+  c[1].us = 506.0;  // more than 1% slower: the time decides
+  EXPECT_EQ(c[pickFastest(c, true)].algorithm, "hier_ring");
 }
 
 // A binomial tree sends to one child per phase, the largest subtree first, so
@@ -671,6 +678,50 @@ TEST(CostModel, ChainPaysOneLatencyPerHopNotPerSlice) {
   EXPECT_NEAR(predictUs("chain", Coll::kBroadcast, size_t(bytes), t, 1 << 19), want, 0.01 * want);
   // One slice: the whole message is the fragment at each hop.
   EXPECT_NEAR(predictUs("chain", Coll::kBroadcast, 4096, t, 1 << 19), 2 * (15.0 + 4096 / 50e3), 0.01);
+}
+
+// A ring's block crosses consecutive hops, each at its own latency (as
+// strata-sim replays it), not every step at the slowest hop's: on 2 nodes x 4
+// the ring has 6 hops inside the nodes (2 us) and 2 between them (15 us).
+TEST(CostModel, RingPaysEachHopItsOwnLatency) {
+  Topology t = cluster(2, 4);
+  t.intra = LinkParams{2.0, 100.0, "test"};
+  t.inter = LinkParams{15.0, 50.0, "test"};
+  // All-gather, 8 B (1 B blocks): 7 steps; the costliest 7 consecutive hops hold both network hops.
+  EXPECT_NEAR(predictUs("ring", Coll::kAllGather, 8, t, 1 << 19), 5 * 2.0 + 2 * 15.0, 0.1);
+  // All-reduce, 8 B: 14 steps, a whole lap (6 + 2 hops) and 6 more of which 2 cross nodes.
+  EXPECT_NEAR(predictUs("ring", Coll::kAllReduce, 8, t, 1 << 19), (6 * 2.0 + 2 * 15.0) + (4 * 2.0 + 2 * 15.0), 0.1);
+  // Hops all alike: every step the same latency.
+  Topology one = cluster(8, 1);
+  one.inter = LinkParams{15.0, 50.0, "test"};
+  EXPECT_NEAR(predictUs("ring", Coll::kAllGather, 8, one, 1 << 19), 7 * 15.0, 0.1);
+}
+
+// A link that hides latency behind bytes (a token bucket's burst refunds the
+// idle time between steps): all of it hidden, a run of steps costs the longer
+// of its latencies and its bytes; half hidden, half of the smaller goes.
+TEST(CostModel, HiddenLatencyLeavesTheLongerOfLatenciesAndBytes) {
+  Topology t = cluster(4, 2);
+  t.inter = LinkParams{100.0, 0.024, "test"};
+  Topology none = t;
+  none.inter.alphaUs = 0;
+  for (size_t bytes : {size_t(64), size_t(16) << 10, size_t(1) << 20}) {
+    const double lockstep = predictUs("hier_halving", Coll::kAllReduce, bytes, t, 1 << 19);
+    const double bytesOnly = predictUs("hier_halving", Coll::kAllReduce, bytes, none, 1 << 19);
+    ASSERT_GT(lockstep, bytesOnly);
+    t.inter.latencyHidden = 1;
+    EXPECT_NEAR(predictUs("hier_halving", Coll::kAllReduce, bytes, t, 1 << 19),
+                std::max(lockstep - bytesOnly, bytesOnly), 1e-6 * lockstep) << bytes;
+    t.inter.latencyHidden = 0.5;
+    EXPECT_NEAR(predictUs("hier_halving", Coll::kAllReduce, bytes, t, 1 << 19),
+                lockstep - 0.5 * std::min(lockstep - bytesOnly, bytesOnly), 1e-6 * lockstep) << bytes;
+    t.inter.latencyHidden = 0;
+  }
+  // Inside one node nothing is hidden (shared memory keeps no burst).
+  Topology one = cluster(1, 4);
+  const double plain = predictUs("ring", Coll::kAllReduce, 1 << 20, one, 1 << 19);
+  one.inter.latencyHidden = 1;
+  EXPECT_DOUBLE_EQ(predictUs("ring", Coll::kAllReduce, 1 << 20, one, 1 << 19), plain);
 }
 
 // A node's network in rails (NICs): one transfer gets one rail's share, so a

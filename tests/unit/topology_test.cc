@@ -45,6 +45,7 @@ TEST(TopologyJson, RoundTripsPlacementAndLinkParameters) {
   t.intra = LinkParams{1.25, 9.5, "measured"};
   t.inter = LinkParams{31, 0.25, "configured"};
   t.inter.rails = 4;
+  t.inter.latencyHidden = 0.8;
   t.host = detectHostHardware();
   Topology back = topologyFromJson(topologyToJson(t), 5, "test");
   ASSERT_EQ(back.nnodes(), 3);
@@ -57,6 +58,8 @@ TEST(TopologyJson, RoundTripsPlacementAndLinkParameters) {
   EXPECT_DOUBLE_EQ(back.inter.gbps, 0.25);
   EXPECT_EQ(back.inter.rails, 4);
   EXPECT_EQ(back.intra.rails, 1);
+  EXPECT_DOUBLE_EQ(back.inter.latencyHidden, 0.8);
+  EXPECT_DOUBLE_EQ(back.intra.latencyHidden, 0);
   EXPECT_EQ(back.inter.source, "file");
   EXPECT_NE(topologyToJson(t).find("\"nics\""), std::string::npos);
 }
@@ -84,6 +87,9 @@ TEST(TopologyJson, RejectsBadFilesWithASentence) {
   EXPECT_NE(loadError(R"({"ranks":[{"node":0}],"links":{"inter":{"alpha_us":1,"gbps":1,"rails":0}}})", 1)
                 .find("links.inter.rails must be a whole number of at least 1"),
             std::string::npos);
+  EXPECT_NE(loadError(R"({"ranks":[{"node":0}],"links":{"inter":{"alpha_us":1,"gbps":1,"latency_hidden":2}}})", 1)
+                .find("links.inter.latency_hidden must be a number from 0 to 1"),
+            std::string::npos);
   Topology ok = topologyFromJson(R"({"ranks":[{"node":3},{"node":3},{"node":1}]})", 3, "t");
   EXPECT_EQ(ok.nnodes(), 2);
   EXPECT_EQ(ok.intra.source, "");  // not in the file: the communicator fills in defaults
@@ -94,7 +100,11 @@ TEST(LinkParams, ParsesAlphaAndBandwidth) {
   EXPECT_DOUBLE_EQ(l.alphaUs, 15);
   EXPECT_DOUBLE_EQ(l.gbps, 12.5);
   EXPECT_DOUBLE_EQ(l.us(12.5e3), 16);
-  for (const char* bad : {"", "15", "15,", "15,0", "-1,3", "a,b", "1,2,x", "1,2,-1", "1,2,3,4"}) {
+  LinkParams full = parseLinkParams("15,12.5,2,0.75", "STRATA_INTER_LINK");
+  EXPECT_DOUBLE_EQ(full.gapUs, 2);
+  EXPECT_DOUBLE_EQ(full.latencyHidden, 0.75);
+  for (const char* bad : {"", "15", "15,", "15,0", "-1,3", "a,b", "1,2,x", "1,2,-1", "1,2,3,4", "1,2,3,-0.1",
+                          "1,2,3,0.5,1", "1,2,3,0.5,"}) {
     try {
       parseLinkParams(bad, "STRATA_INTER_LINK");
       ADD_FAILURE() << "accepted '" << bad << "'";
