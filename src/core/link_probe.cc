@@ -125,9 +125,10 @@ LatencySensitivity sensitivity(const char* algo, const Topology& t, size_t chunk
 // message worth ten latencies of the link after 20 ms of quiet, three times,
 // and the fastest counts (noise only adds time: in one of 32 launches on the
 // namespace clusters the median of three saw no burst where every other
-// launch saw the whole). The bytes that beat the rate are the burst the link keeps; a burst of a
-// latency's worth of bytes or more hides every latency between steps. A NIC
-// keeps none: a quarter of the message or less is taken for timing noise.
+// launch saw the whole). The bytes that beat the rate are the burst the link
+// keeps; a burst of a latency's worth of bytes or more hides every latency
+// between steps. A NIC keeps none: a quarter of the message or less is taken
+// for timing noise.
 double probeLatencyHidden(Comm& c, const LinkParams& inter, int a, int b) {
   double hidden[1] = {0}, shared = 0;
   const double bytesPerUs = inter.gbps * 1e3, latencyBytes = inter.alphaUs * bytesPerUs;
@@ -135,7 +136,8 @@ double probeLatencyHidden(Comm& c, const LinkParams& inter, int a, int b) {
   if (c.rank() == a || c.rank() == b) {
     const double rtt = fastestRoundTripUs(c, c.rank() == a ? b : a, c.rank() == a, bytes, 3, 20000);
     const double burst = double(bytes) - std::max(0.0, rtt - 2 * inter.alphaUs) * bytesPerUs;
-    if (c.rank() == a && burst > 0.25 * double(bytes)) hidden[0] = std::min(1.0, burst / std::max(1.0, latencyBytes));
+    if (c.rank() == a && burst > 0.25 * double(bytes))
+      hidden[0] = std::min(1.0, burst / std::max(1.0, latencyBytes));
   }
   sumAcrossRanks(c, hidden, &shared, 1);
   return shared;
