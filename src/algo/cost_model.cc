@@ -474,24 +474,24 @@ double lockstepUs(const std::string& algo, Coll coll, size_t bytesIn, const Topo
 
 }  // namespace
 
-double predictLockstepUs(const std::string& algo, Coll coll, size_t bytes, const Topology& t, size_t chunk,
-                         int root) {
-  return lockstepUs(algo, coll, bytes, t, chunk, root);
-}
-
 // On a link that hides latency behind bytes (LinkParams::latencyHidden: a
 // token bucket refunds the idle time between steps) a sequence of steps
 // costs less than its latencies plus its bytes: the hidden share of the
 // smaller of the two goes (all of it: the longer of the two).
-double predictUs(const std::string& algo, Coll coll, size_t bytes, const Topology& t, size_t chunk, int root) {
+CostPrediction predictWithLockstepUs(const std::string& algo, Coll coll, size_t bytes, const Topology& t,
+                                     size_t chunk, int root) {
   const double lockstep = lockstepUs(algo, coll, bytes, t, chunk, root);
   const double hidden = t.inter.latencyHidden;
-  if (lockstep <= 0 || hidden <= 0 || t.nnodes() < 2) return lockstep;
+  if (lockstep <= 0 || hidden <= 0 || t.nnodes() < 2) return {lockstep, lockstep};
   Topology noLatency = t;
   noLatency.inter.alphaUs = 0;
   noLatency.inter.gapUs = 0;
   const double bytesOnly = lockstepUs(algo, coll, bytes, noLatency, chunk, root);
-  return lockstep - hidden * std::max(0.0, std::min(lockstep - bytesOnly, bytesOnly));
+  return {lockstep - hidden * std::max(0.0, std::min(lockstep - bytesOnly, bytesOnly)), lockstep};
+}
+
+double predictUs(const std::string& algo, Coll coll, size_t bytes, const Topology& t, size_t chunk, int root) {
+  return predictWithLockstepUs(algo, coll, bytes, t, chunk, root).us;
 }
 
 double busBandwidth(Coll coll, size_t bytes, int n, double us) {

@@ -29,10 +29,14 @@ size_t collectiveBytes(Coll coll, size_t count, size_t elemSize, int nranks);
 double predictUs(const std::string& algorithm, Coll coll, size_t bytes, const Topology& topo,
                  size_t chunkBytes, int root = 0);
 
-// The same with none of the network's latency hidden behind bytes (as if
-// topo.inter.latencyHidden were 0): what the selector breaks ties with.
-double predictLockstepUs(const std::string& algorithm, Coll coll, size_t bytes, const Topology& topo,
-                         size_t chunkBytes, int root = 0);
+// The same prediction (`us`) beside the one with none of the network's
+// latency hidden behind bytes (`lockstepUs`, as if topo.inter.latencyHidden
+// were 0: what the selector breaks ties with), computed once.
+struct CostPrediction {
+  double us, lockstepUs;
+};
+CostPrediction predictWithLockstepUs(const std::string& algorithm, Coll coll, size_t bytes, const Topology& topo,
+                                     size_t chunkBytes, int root = 0);
 
 // nccl-tests' bus bandwidth (GB/s) for `bytes` moved in `us` microseconds.
 double busBandwidth(Coll coll, size_t bytes, int nranks, double us);

@@ -125,11 +125,8 @@ std::vector<Prediction> predictAll(Coll coll, size_t bytes, const Topology& topo
   coll = tableColl(coll);
   for (const Algorithm& alg : kAlgorithms) {
     if (alg.coll != coll) continue;
-    double us = predictUs(alg.name, coll, bytes, topo, chunkBytes, root);
-    if (us < 0) continue;
-    out.push_back({alg.name, us, alg.hierarchical, alg.automatic});
-    if (topo.inter.latencyHidden > 0)
-      out.back().lockstepUs = predictLockstepUs(alg.name, coll, bytes, topo, chunkBytes, root);
+    const CostPrediction p = predictWithLockstepUs(alg.name, coll, bytes, topo, chunkBytes, root);
+    if (p.us >= 0) out.push_back({alg.name, p.us, alg.hierarchical, alg.automatic, p.lockstepUs});
   }
   return out;
 }
