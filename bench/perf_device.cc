@@ -36,16 +36,24 @@ void* allocate(size_t bytes) {
 
 void release(void* ptr) { cudaFree(ptr); }
 
+void synchronize() { check(cudaStreamSynchronize(theStream), "cudaStreamSynchronize"); }
+
+// Both on the rank's stream, and finished on return: a plain cudaMemcpy from
+// pageable memory may return before its bytes land, and the collectives' stream
+// is non-blocking, so it would not wait for them. (With plain copies, on an
+// H200, every in-place result at 8 B - 8 KiB was wrong and every out-of-place
+// one right; the in-place input is uploaded just before the call.)
 void upload(void* device, const void* host, size_t bytes) {
-  check(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+  check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, theStream), "cudaMemcpyAsync to the device");
+  synchronize();
 }
 
 void download(void* host, const void* device, size_t bytes) {
-  check(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy from the device");
+  check(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, theStream), "cudaMemcpyAsync from the device");
+  synchronize();
 }
 
 void* stream() { return theStream; }
 
-void synchronize() { check(cudaStreamSynchronize(theStream), "cudaStreamSynchronize"); }
 
 }  // namespace perfdev

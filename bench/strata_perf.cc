@@ -282,7 +282,7 @@ void printHeader(const PerfOptions& o, int n) {
 void printRow(const PerfOptions& o, const Row& r) {
   std::printf("  %12zu %12zu %8s %6s %5d", r.bytes, r.count, dtypeLabel(o.dtype), opLabel(o.op), o.root);
   for (int k = 0; k < 2; ++k) {
-    char wrong[16];
+    char wrong[24];  // a 64-bit count fits
     if (r.wrong[k] < 0) std::snprintf(wrong, sizeof(wrong), "N/A");
     else std::snprintf(wrong, sizeof(wrong), "%lld", r.wrong[k]);
     std::printf(" %10.2f %8.3f %8.3f %7s", r.timeUs[k], r.algbw[k], r.busbw[k], wrong);

@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
   const double launchUs = smallMs * 1000.0 / launches;
 
   const double copyGBs = rows[0].bytesMoved / (median(rows[0].ms) * 1e6);
-  std::printf("# %s, %d multiprocessors, %.0f GiB; %zu MiB buffers, median of %d runs\n\n", prop.name,
+  std::printf("%s, %d multiprocessors, %.0f GiB; %zu MiB buffers, median of %d runs.\n\n", prop.name,
               prop.multiProcessorCount, double(prop.totalGlobalMem) / (1 << 30), mib, reps);
   std::printf("| what | bytes moved per run | median ms | GB/s median (min-max) | / device copy |\n");
   std::printf("| --- | ---: | ---: | ---: | ---: |\n");

@@ -52,6 +52,12 @@ int devicesSeenByAChild() {
     }                                                                                            \
   } while (0)
 
+// Waits until the set-up's plain cudaMemcpy / cudaMemset calls have landed.
+// They go on the legacy default stream and may return before their bytes are
+// written (a copy from pageable memory once staged, a fill at once), and the
+// tests' non-blocking streams do not wait for that stream.
+cudaError_t landed() { return cudaDeviceSynchronize(); }
+
 // Runs a case's call on device copies of its buffers, enqueued on `stream`,
 // and brings the output back once the stream is done.
 test::CaseCaller onDevice(cudaStream_t stream) {
@@ -62,6 +68,7 @@ test::CaseCaller onDevice(cudaStream_t stream) {
       return strataSystemError;
     cudaMemcpy(dSend, sendMem.data(), sendMem.size(), cudaMemcpyHostToDevice);
     cudaMemcpy(dRecv, recvMem.data(), recvMem.size(), cudaMemcpyHostToDevice);
+    landed();
     auto onDev = [&](const void* p) -> uint8_t* {
       auto* b = static_cast<const uint8_t*>(p);
       if (b >= sendMem.data() && b < sendMem.data() + sendMem.size()) return dSend + (b - sendMem.data());
@@ -178,6 +185,7 @@ TEST(DeviceStreams, TheCallReturnsAtOnceAndLaterWorkOnTheStreamSeesTheResult) {
     RANK_CUDA(cudaMallocHost(&back, count * 4));
     RANK_CUDA(cudaMemcpy(source, inputs[size_t(rank)].data(), count * 4, cudaMemcpyHostToDevice));
     RANK_CUDA(cudaMemset(send, 0, count * 4));
+    RANK_CUDA(landed());
     // The first device collective of a communicator maps the peers' staging
     // slots (once, like NCCL's first call sets up its connections); the
     // promise is about every call after it.
@@ -251,6 +259,7 @@ TEST(DeviceStreams, AGroupAndAHostCallAfterItAreRightAndInOrder) {
     RANK_CUDA(cudaMalloc(&dGathered, gatherCount * 4 * size_t(n)));
     RANK_CUDA(cudaMalloc(&dReceived, gatherCount * 4));
     RANK_CUDA(cudaMemcpy(dMine, mine.data(), gatherCount * 4, cudaMemcpyHostToDevice));
+    RANK_CUDA(landed());
     strataGroupStart();
     for (int k = 0; k < 3; ++k) strataAllReduce(dev[k], dev[k], counts[k], strataFloat64, strataSum, comm, stream);
     strataAllGather(dMine, dGathered, gatherCount, strataInt32, comm, stream);
@@ -314,6 +323,7 @@ TEST(DeviceStreams, AGroupOfAThousandSmallTensorsIsPackedByTheCopyKernel) {
     float* dev = nullptr;
     RANK_CUDA(cudaMalloc(&dev, total * 4));
     RANK_CUDA(cudaMemcpy(dev, inputs[size_t(rank)].data(), total * 4, cudaMemcpyHostToDevice));
+    RANK_CUDA(landed());
     strataGroupStart();
     for (int t = 0; t < tensors; ++t)
       strataAllReduce(dev + offset[size_t(t)], dev + offset[size_t(t)], count[size_t(t)], strataFloat32, strataSum, comm,
@@ -370,6 +380,7 @@ TEST(DeviceStreams, UnsupportedUsesAreRefusedWithASentence) {
     RANK_EXPECT(rc == strataUnsupported, "receive-any: %s", strataGetErrorString(rc));
     // The communicator still works after the refusals.
     RANK_CUDA(cudaMemcpy(dev, host.data(), 64 * 4, cudaMemcpyHostToDevice));
+    RANK_CUDA(landed());
     rc = strataAllReduce(dev, dev, 64, strataFloat32, strataSum, comm, stream);
     RANK_EXPECT(rc == strataSuccess, "%s", strataGetLastError(comm));
     RANK_CUDA(cudaStreamSynchronize(stream));
@@ -400,6 +411,7 @@ int allReduceOnTheDevice(int rank, int n, strataComm_t comm, size_t count, uint6
   float* dev;
   RANK_CUDA(cudaMalloc(&dev, count * 4));
   RANK_CUDA(cudaMemcpy(dev, inputs[size_t(rank)].data(), count * 4, cudaMemcpyHostToDevice));
+  RANK_CUDA(landed());
   RANK_EXPECT(strataAllReduce(dev, dev, count, strataFloat32, strataSum, comm, stream) == strataSuccess, "%s",
               strataGetLastError(comm));
   RANK_CUDA(cudaStreamSynchronize(stream));
@@ -482,6 +494,7 @@ TEST(DeviceIpc, MismatchedCallsAreAnErrorNotCorruption) {
     float* dev;
     RANK_CUDA(cudaMalloc(&dev, 4096 * 4));
     RANK_CUDA(cudaMemset(dev, 0, 4096 * 4));
+    RANK_CUDA(landed());
     RANK_EXPECT(strataAllReduce(dev, dev, 64, strataFloat32, strataSum, comm, stream) == strataSuccess, "%s",
                 strataGetLastError(comm));  // connects; agreed by all
     const size_t count = rank == 1 ? 1001 : 1000;
@@ -518,6 +531,7 @@ TEST(DeviceStreams, AKilledPeerIsAnAsyncErrorAndNoStreamHangs) {
     float* dev;
     RANK_CUDA(cudaMalloc(&dev, count * 4));
     RANK_CUDA(cudaMemset(dev, 0, count * 4));
+    RANK_CUDA(landed());
     strataResult_t rc = strataAllReduce(dev, dev, count, strataFloat32, strataSum, comm, stream);
     RANK_EXPECT(rc == strataSuccess || rc == strataRemoteError, "enqueue: %s", strataGetLastError(comm));
     strataResult_t async = strataSuccess;
@@ -560,6 +574,7 @@ TEST(DeviceIpc, APeerKilledBetweenStepsIsAnAsyncErrorAndNoStreamHangs) {
     float* dev;
     RANK_CUDA(cudaMalloc(&dev, count * 4));
     RANK_CUDA(cudaMemset(dev, 0, count * 4));
+    RANK_CUDA(landed());
     RANK_EXPECT(strataAllReduce(dev, dev, count, strataFloat32, strataSum, comm, stream) == strataSuccess, "%s",
                 strataGetLastError(comm));
     RANK_CUDA(cudaStreamSynchronize(stream));

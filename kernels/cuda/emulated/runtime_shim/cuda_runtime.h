@@ -79,6 +79,8 @@ inline cudaError_t cudaMemset(void* dst, int value, size_t bytes) {
   strata::cuda::emulated::streamOf(nullptr).enqueue([=] { std::memset(dst, value, bytes); });
   return cudaStreamSynchronize(nullptr);
 }
+// The emulator's legacy-stream calls above are synchronous already.
+inline cudaError_t cudaDeviceSynchronize() { return cudaStreamSynchronize(nullptr); }
 inline cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* arg) {
   strata::cuda::emulated::streamOf(stream).enqueue([=] { fn(arg); });
   return cudaSuccess;
