@@ -20,7 +20,8 @@
 #          stream rules, DDP and FSDP2, a dead peer).
 #   compare: bench/compare.py's gpu scenario (strata, NCCL and Gloo on device
 #          buffers, side by side) with 1 rank (NCCL takes one rank per GPU) and
-#          with 2 sharing the GPU: docs/benchmarks/gpu.md and gpu-np2.md.
+#          with 2 sharing the GPU: docs/benchmarks/gpu.md and gpu-np2.md
+#          (GPU_CHECK_COMPARE_NP="1" runs the first alone).
 # Each part replaces its own section of the report, docs/benchmarks/gpu-check.md (or
 # $STRATA_GPU_REPORT), so parts run in separate calls add up to one report.
 # With the device tool's $OUT set, the report, logs.tgz (every step's output)
@@ -38,20 +39,38 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   echo "gpu-check: no NVIDIA GPU visible (nvidia-smi -L failed); run this on a GPU machine" >&2
   exit 77
 fi
+export PATH="$PATH:/usr/local/cuda/bin"  # nvcc and compute-sanitizer, where PATH lacks them
 report=${STRATA_GPU_REPORT:-docs/benchmarks/gpu-check.md}
 deps=$PWD/.gpu-deps/root
 cmake_args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON)
 if [ -d "$deps" ]; then  # carried packages (scripts/gpu-deps.sh)
   cmake_args+=(-DCMAKE_PREFIX_PATH="$deps/usr")
-  export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # hwloc.pc names prefix=/usr; where the machine has pkg-config it must point here.
+  sed -i "s|^prefix=.*|prefix=$deps/usr|" "$deps/usr/lib/x86_64-linux-gnu/pkgconfig/hwloc.pc"
+  libs="$deps/usr/lib/x86_64-linux-gnu"
+  # libhwloc needs libudev.so.1: the machine's own where it has one, else the carried one.
+  ldconfig -p 2>/dev/null | grep 'libudev\.so\.1 ' >/dev/null || libs+=":$PWD/.gpu-deps/fallback"
+  export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 log=$(mktemp -d)
-trap 'rm -rf "$log"' EXIT
-step() { echo "== gpu-check: $*" >&2; }
+# On any exit (a part's failure, or the device tool's time limit), bring back
+# what there is: the report so far and every step's log.
+bring_back() {
+  if [ -n "${OUT:-}" ]; then  # the device tool brings back few files: the report, then two archives
+    cp "$report" "$OUT/gpu-check.md" 2>/dev/null || true
+    tar czf "$OUT/logs.tgz" -C "$log" . 2>/dev/null || true
+    tar czf "$OUT/reports.tgz" docs/benchmarks/gpu* 2>/dev/null || true
+  fi
+  rm -rf "$log"
+}
+trap bring_back EXIT
+step() { echo "== gpu-check [${SECONDS}s]: $*" >&2; }
 
 step "build (build-gpu/)"
-cmake -S . -B build-gpu "${cmake_args[@]}" >"$log/configure.txt"
-cmake --build build-gpu --parallel "$(nproc)" >"$log/build.txt" || { tail -40 "$log/build.txt"; exit 1; }
+cmake -S . -B build-gpu "${cmake_args[@]}" >"$log/configure.txt" 2>&1 || { tail -40 "$log/configure.txt"; exit 1; }
+# Only what the parts use: the GPU tests, the two benchmarks and libstrata.so.
+cmake --build build-gpu --parallel "$(nproc)" --target strata gpu_tests gpu_multiproc_tests strata-perf \
+  strata-gpu-kernels >"$log/build.txt" 2>&1 || { tail -40 "$log/build.txt"; exit 1; }
 
 status=0
 machine="$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1); $(nproc) CPU cores; $(nvcc --version | tail -1 | sed 's/^Build //')"
@@ -63,8 +82,15 @@ section() {
 
 run_tests() {
   step "GPU tier (ctest -L gpu)"
-  ctest --test-dir build-gpu -L gpu --output-on-failure >"$log/ctest.txt" 2>&1 || status=1
-  tail -5 "$log/ctest.txt" >&2
+  # The kernel tests (one process each) side by side; the multi-process ones,
+  # whose ranks share the GPU and time out dead peers, one at a time.
+  ctest --test-dir build-gpu -L gpu -E '^(Device|SharedGpu)' -j 8 --output-on-failure \
+    >"$log/ctest.txt" 2>&1 || status=1
+  # A short communicator timeout, so that a device step that never finishes
+  # is an error naming where it waits, well inside the test's own limit.
+  STRATA_TIMEOUT_MS=${STRATA_TIMEOUT_MS:-30000} ctest --test-dir build-gpu -L gpu -R '^(Device|SharedGpu)' \
+    --output-on-failure >>"$log/ctest.txt" 2>&1 || status=1
+  grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|\*\*\*|Total Test time" "$log/ctest.txt" >&2 || true
   if grep -q "Not Run\|Skipped" "$log/ctest.txt"; then
     echo "gpu-check: GPU tests were skipped on a machine with a GPU" >&2
     status=1
@@ -110,12 +136,15 @@ run_bench() {
   build-gpu/bench/strata-gpu-kernels -s 256 -r 20 -J "$log/kernels.json" >"$log/kernels.md" || status=1
   step "device-buffer collectives (strata-perf -G 1)"
   local np coll f
+  # Each run bounded (a hang costs two minutes, not the lease) and its output
+  # line-buffered, so that what it printed before a kill is kept.
+  run_perf() { STRATA_TIMEOUT_MS=30000 timeout -k 5 120 stdbuf -oL build-gpu/bench/strata-perf "$@"; }
   for np in 2 4; do
     for coll in all_reduce reduce_scatter all_gather; do
-      STRATA_CUDA_IPC=1 build-gpu/bench/strata-perf "$coll" -np "$np" -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1 \
+      STRATA_CUDA_IPC=1 run_perf "$coll" -np "$np" -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1 \
         >"$log/perf_${coll}_${np}_ipc.txt" 2>&1 || status=1
     done
-    STRATA_CUDA_IPC=0 build-gpu/bench/strata-perf all_reduce -np "$np" -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1 \
+    STRATA_CUDA_IPC=0 run_perf all_reduce -np "$np" -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1 \
       >"$log/perf_all_reduce_${np}_host_staging.txt" 2>&1 || status=1
   done
   {
@@ -177,7 +206,7 @@ run_torch() {
 run_compare() {
   step "side by side with NCCL and Gloo (bench/compare.py gpu)"
   local np
-  for np in 1 2; do
+  for np in ${GPU_CHECK_COMPARE_NP:-1 2}; do
     STRATA_BUILD_DIR=build-gpu "${PYTHON:-python3}" bench/compare.py gpu --np "$np" --reps 2 \
       --collectives all_reduce,reduce_scatter,all_gather >"$log/compare_$np.txt" 2>&1 || { tail -20 "$log/compare_$np.txt"; status=1; }
   done
@@ -188,11 +217,6 @@ run_compare() {
   } | section compare
 }
 
-for part in "${parts[@]}"; do "run_$part"; done
-if [ -n "${OUT:-}" ]; then  # the device tool brings back few files: the report, then two archives
-  cp "$report" "$OUT/gpu-check.md"
-  tar czf "$OUT/logs.tgz" -C "$log" .
-  tar czf "$OUT/reports.tgz" docs/benchmarks/gpu* 2>/dev/null || true
-fi
+for part in "${parts[@]}"; do "run_$part"; step "$part done (status so far $status)"; done
 step "report: $report (status $status)"
 exit $status

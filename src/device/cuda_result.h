@@ -18,12 +18,20 @@ inline void cudaOk(const std::string& result) {
 }
 
 // Whether the work recorded before `event` finished within `timeoutMs`
-// (polled): memory a stream may still copy from is freed only then.
+// (polled: yielding for the first 200 us, as GPU work in a step is usually
+// short, then sleeping 50 us between looks). Memory a stream may still copy
+// from is freed only then; a cuda_ipc step waits for its kernels this way so
+// that a GPU that never runs them is a timeout, not a hang.
 inline bool eventDoneWithin(void* event, int timeoutMs) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(timeoutMs);
   bool done = false;
-  while (cuda::queryEvent(event, &done).empty() && !done && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  while (cuda::queryEvent(event, &done).empty() && !done) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    if (now - start < std::chrono::microseconds(200)) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
   return done;
 }
 

@@ -67,6 +67,7 @@ std::unique_ptr<IpcPeers> IpcPeers::connect(Comm& comm, int device, size_t slotB
       peers->staging_ = static_cast<uint8_t*>(staging);
     }
     cudaOk(cuda::createStream(&peers->stream_));
+    cudaOk(cuda::createEvent(&peers->finished_));
     for (void*& e : peers->released_) cudaOk(cuda::createEvent(&e));
     uint8_t handle[cuda::kIpcHandleBytes];
     cudaOk(cuda::ipcExport(ring, handle));
@@ -135,6 +136,7 @@ IpcPeers::~IpcPeers() {
                   "than freed under the copy");
     cuda::freePinned(staging_);  // only the proxy's copies used it, and its steps are done
     cuda::destroyStream(stream_);
+    cuda::destroyEvent(finished_);
     for (void* e : released_) cuda::destroyEvent(e);
   } catch (const std::exception& e) {
     STRATA_WARN("cuda_ipc: releasing the staging slots failed: %s", e.what());
@@ -192,13 +194,20 @@ void IpcPeers::enqueueCopies(const std::vector<IpcCopy>& copies, const Step& s) 
     cudaOk(cuda::copyAsync(at(c.dst, s.number), at(c.src, s.number), c.bytes, stream_));
 }
 
+void IpcPeers::finishOnGpu(const Step& s, const char* what) {
+  cudaOk(cuda::recordEvent(finished_, stream_));
+  if (!eventDoneWithin(finished_, comm_.timeoutMs()))
+    fail(strataTimeout, "cuda_ipc: rank %d's %s of step %llu did not finish on the GPU within %d ms", comm_.rank(),
+         what, (unsigned long long)s.number, comm_.timeoutMs());
+}
+
 void IpcPeers::run(const Step& s) {
   agreeOnStep(s);
   if (column_.size() > 1) return runAcrossNodes(s);
   const IpcWork w = planIpcStep(s.coll, s.dtype, s.op, s.root, s.elements, int(local_.size()), me_);
   for (const IpcReduce& r : w.reduces) enqueueReduce(r, w.divisor, s);
   enqueueCopies(w.copies, s);
-  cudaOk(cuda::streamSynchronize(stream_));
+  finishOnGpu(s, "reductions and copies");
   allDone(s);
 }
 
@@ -210,7 +219,7 @@ void IpcPeers::runAcrossNodes(const Step& s) {
   if (w.count) {
     enqueueReduce(w.reduce, 1, s);
     cudaOk(cuda::copyAsync(staging_, shard, bytes, stream_));
-    cudaOk(cuda::streamSynchronize(stream_));
+    finishOnGpu(s, "shard reduction");
   }
   // Every rank takes part (an empty shard too), so the sequence numbers stay in step.
   runTeamAllReduce(comm_, column_, staging_, w.count, s.dtype, s.op == strataAvg ? strataSum : s.op);
@@ -218,7 +227,7 @@ void IpcPeers::runAcrossNodes(const Step& s) {
     cudaOk(cuda::copyAsync(shard, staging_, bytes, stream_));
     enqueueReduce(w.spread, w.divisor, s);
     enqueueCopies(w.copies, s);
-    cudaOk(cuda::streamSynchronize(stream_));
+    finishOnGpu(s, "spread of the shard");
   }
   allDone(s);
 }

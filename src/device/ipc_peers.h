@@ -82,6 +82,9 @@ class IpcPeers {
   // Barrier 2: every rank's writes are done.
   void allDone(const Step& s);
   void runAcrossNodes(const Step& s);
+  // Waits, bounded by the communicator's timeout, until the work enqueued on
+  // stream_ so far is done; strataTimeout naming `what` otherwise.
+  void finishOnGpu(const Step& s, const char* what);
 
   Comm& comm_;
   const int device_;
@@ -96,6 +99,7 @@ class IpcPeers {
   std::vector<void*> released_;   // per slot: recorded after its last copies out
   std::vector<bool> recorded_;
   void* stream_ = nullptr;        // the proxy's reductions and copies
+  void* finished_ = nullptr;      // recorded on stream_ at the end of a step's GPU work
   uint64_t issued_ = 0;           // caller's thread
 };
 
