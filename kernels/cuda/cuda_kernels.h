@@ -40,6 +40,15 @@ bool built();
 // (no driver, no device, or a build without CUDA).
 int visibleDevices();
 
+// Loads every strata kernel onto the current device now. CUDA loads a kernel
+// lazily by default (CUDA_MODULE_LOADING=LAZY since 12.2), at its first use,
+// and a load may wait until the whole context is idle; the device path's
+// streams wait on the host for work whose kernels its proxy launches, so a
+// first launch there could wait for itself. The device queue calls this
+// before any of its streams waits, as NCCL loads its kernels at init.
+// Returns "" or a sentence naming the kernel CUDA could not load.
+std::string loadKernels();
+
 // Enqueues the reduce-and-copy on `stream` (a cudaStream_t; nullptr = the
 // legacy default stream) and returns at once. Avg is Sum with args.divisor.
 // Returns "" on success, otherwise a sentence naming the problem (bad

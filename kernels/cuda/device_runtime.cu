@@ -55,6 +55,10 @@ std::atomic<bool> driverWaitRefused{false};
 
 }  // namespace
 
+std::string loadStagingWaitKernel() {
+  return loadKernel(reinterpret_cast<const void*>(waitForCounter), "staging wait");
+}
+
 std::string deviceOfPointer(const void* ptr, int* device) {
   cudaPointerAttributes attr{};
   if (std::string e = check(cudaPointerGetAttributes(&attr, ptr), "cudaPointerGetAttributes"); !e.empty())

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <mutex>
 
+#include "kernels/cuda/cuda_kernels.h"
+
 namespace strata::cuda {
 
 int residentBlocks(const void* kernel, int device, int threads) {
@@ -28,6 +30,20 @@ int residentBlocks(const void* kernel, int device, int threads) {
   const int blocks = sms * perSm;
   if (used < 256) cache[used++] = {kernel, device, threads, blocks};
   return blocks;
+}
+
+std::string loadKernel(const void* kernel, const char* name) {
+  cudaFuncAttributes attributes{};
+  const cudaError_t e = cudaFuncGetAttributes(&attributes, kernel);
+  if (e == cudaSuccess) return "";
+  cudaGetLastError();
+  return sentence("loading the %s kernel on the device failed: %s", name, cudaGetErrorString(e));
+}
+
+std::string loadKernels() {
+  for (std::string (*load)() : {loadReduceCopyKernels, loadMultiCopyKernels, loadStagingWaitKernel})
+    if (std::string e = load(); !e.empty()) return e;
+  return "";
 }
 
 std::string sentence(const char* format, ...) {

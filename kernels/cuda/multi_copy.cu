@@ -25,6 +25,11 @@ static_assert(sizeof(InlineCopyTable) <= 4096, "an inline copy table must fit th
 
 }  // namespace
 
+std::string loadMultiCopyKernels() {
+  if (std::string e = loadKernel(reinterpret_cast<const void*>(multiCopyKernel), "multi-copy"); !e.empty()) return e;
+  return loadKernel(reinterpret_cast<const void*>(inlineMultiCopyKernel), "inline multi-copy");
+}
+
 std::string enqueueMultiCopy(const CopySegment* table, int n, uint64_t chunks, void* stream) {
   if (n < 0 || (n > 0 && !table)) return sentence("multi-copy: %d segments at %p", n, static_cast<const void*>(table));
   if (n == 0 || chunks == 0) return "";

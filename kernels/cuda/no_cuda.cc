@@ -9,6 +9,8 @@ bool built() { return false; }
 
 int visibleDevices() { return 0; }
 
+std::string loadKernels() { return ""; }  // nothing to load
+
 namespace {
 const char* const kWithoutCuda =
     "this strata was built without CUDA (nvcc was not found when it was configured; install the CUDA toolkit "

@@ -55,6 +55,18 @@ KernelFn kernelFor(strataDataType_t dtype, strataRedOp_t op) {
 
 bool built() { return true; }
 
+std::string loadReduceCopyKernels() {
+  for (int t = 0; t < strataNumTypes; ++t)
+    for (int op = 0; op < strataNumOps; ++op) {
+      const KernelFn kernel = kernelFor(strataDataType_t(t), strataRedOp_t(op));
+      if (!kernel) continue;
+      const std::string name = std::string("reduce-copy ") + dtypeName(strataDataType_t(t)) + " " +
+                               redOpName(strataRedOp_t(op));
+      if (std::string e = loadKernel(reinterpret_cast<const void*>(kernel), name.c_str()); !e.empty()) return e;
+    }
+  return "";
+}
+
 int visibleDevices() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {

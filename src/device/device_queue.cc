@@ -7,6 +7,7 @@
 #include "device/cuda_result.h"
 #include "device/ipc_peers.h"
 #include "core/log.h"
+#include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/device_runtime.h"
 
 namespace strata {
@@ -24,6 +25,8 @@ size_t slotSizeFor(size_t bytes) {
 DeviceQueue::DeviceQueue(Comm& comm, int device)
     : comm_(comm), device_(device), slotBytes_(comm.config().deviceStagingBytes) {
   DeviceScope scope(device_);
+  // Before any stream of this queue waits on the host (cuda_kernels.h says why).
+  cudaOk(cuda::loadKernels());
   slots_.resize(size_t(comm.config().deviceStagingSlots));
   void* counter = nullptr;
   cudaOk(cuda::allocPinned(64, &counter));

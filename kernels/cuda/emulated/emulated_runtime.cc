@@ -16,6 +16,7 @@ using emulated::streamOf;
 
 bool built() { return true; }
 int visibleDevices() { return 1; }
+std::string loadKernels() { return ""; }  // the emulator's kernels are CPU functions
 
 std::string enqueueReduceCopy(const ReduceCopyArgs& args, strataDataType_t dtype, strataRedOp_t op, void* stream) {
   if (std::string refused = checkReduceCopyArgs(args, dtype, op); !refused.empty()) return refused;
