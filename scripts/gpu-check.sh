@@ -147,6 +147,9 @@ run_bench() {
     STRATA_CUDA_IPC=0 run_perf all_reduce -np "$np" -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1 \
       >"$log/perf_all_reduce_${np}_host_staging.txt" 2>&1 || status=1
   done
+  # The staged path's wait for the host, the driver's stream wait against a polling kernel.
+  STRATA_CUDA_IPC=0 STRATA_DEVICE_WAIT_KERNEL=1 run_perf all_reduce -np 2 -G 1 -b 8 -e 1M -f 4 -n 10 -w 3 -c 1 \
+    >"$log/perf_all_reduce_2_host_staging_wait_kernel.txt" 2>&1 || status=1
   {
     echo "## Benchmarks"
     echo
@@ -163,7 +166,9 @@ run_bench() {
     echo
     echo "Ranks share the one GPU. \`_ipc\`: STRATA_CUDA_IPC=1, the ranks reduce in each other's device slots"
     echo "(cuda_ipc); \`_host_staging\`: STRATA_CUDA_IPC=0, each piece is staged through pinned host memory and"
-    echo "reduced over the host transports (shared memory). One GPU's memory, not NVLink."
+    echo "reduced over the host transports (shared memory); \`_wait_kernel\`: the same with"
+    echo "STRATA_DEVICE_WAIT_KERNEL=1 (the stream waits for the host with a polling kernel, not"
+    echo "cuStreamWaitValue64). One GPU's memory, not NVLink."
     echo
     echo "Target (issue 6): all_reduce at 256 MiB over cuda_ipc >= 5x the busbw of torch's gloo on CUDA"
     echo "tensors (the compare part below), 8 B latency <= 30 us."

@@ -178,14 +178,14 @@ std::string copy2DAsync(void* dst, size_t dstPitch, const void* src, size_t srcP
                "cudaMemcpy2DAsync");
 }
 
-std::string streamWaitCounter(void* stream, const uint64_t* counter, uint64_t value) {
+std::string streamWaitCounter(void* stream, const uint64_t* counter, uint64_t value, bool pollWithKernel) {
   void* onDevice = nullptr;
   if (std::string e = check(cudaHostGetDevicePointer(&onDevice, const_cast<uint64_t*>(counter), 0),
                             "cudaHostGetDevicePointer (staging counter)");
       !e.empty())
     return e;
   WaitValue64Fn driver = driverWaitValue64();
-  if (driver && !driverWaitRefused.load(std::memory_order_relaxed)) {
+  if (driver && !pollWithKernel && !driverWaitRefused.load(std::memory_order_relaxed)) {
     CUresult r = driver(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(onDevice), value,
                         CU_STREAM_WAIT_VALUE_GEQ);
     if (r == CUDA_SUCCESS) return "";

@@ -59,8 +59,9 @@ std::string copy2DAsync(void* dst, size_t dstPitch, const void* src, size_t srcP
 // Work enqueued on `stream` after this waits until *counter >= value, where
 // counter lives in allocPinned memory and the host raises it. Uses the
 // driver's stream memory operation (cuStreamWaitValue64) where the device
-// has it, else a one-thread kernel that polls the counter.
-std::string streamWaitCounter(void* stream, const uint64_t* counter, uint64_t value);
+// has it, else (or with pollWithKernel, STRATA_DEVICE_WAIT_KERNEL=1) a
+// one-thread kernel that polls the counter.
+std::string streamWaitCounter(void* stream, const uint64_t* counter, uint64_t value, bool pollWithKernel);
 
 // Whether `stream` is being captured into a CUDA graph.
 std::string streamIsCapturing(void* stream, bool* capturing);

@@ -60,7 +60,7 @@ std::string queryEvent(void*, bool* done) {
 std::string streamWaitEvent(void*, void*) { return kWithoutCuda; }
 std::string copyAsync(void*, const void*, size_t, void*) { return kWithoutCuda; }
 std::string copy2DAsync(void*, size_t, const void*, size_t, size_t, size_t, void*) { return kWithoutCuda; }
-std::string streamWaitCounter(void*, const uint64_t*, uint64_t) { return kWithoutCuda; }
+std::string streamWaitCounter(void*, const uint64_t*, uint64_t, bool) { return kWithoutCuda; }
 std::string streamIsCapturing(void*, bool* capturing) {
   *capturing = false;
   return kWithoutCuda;

@@ -113,6 +113,7 @@ Config readConfig() {
   c.deviceStagingBytes = size_t(envInt("STRATA_DEVICE_STAGING_BYTES", (long long)c.deviceStagingBytes));
   c.deviceStagingSlots = int(envInt("STRATA_DEVICE_STAGING_SLOTS", c.deviceStagingSlots));
   c.cudaIpc = envInt("STRATA_CUDA_IPC", 1) != 0;
+  c.deviceWaitKernel = envInt("STRATA_DEVICE_WAIT_KERNEL", 0) != 0;
   c.traceFile = envString("STRATA_TRACE_FILE");
   c.statsAtDestroy = envInt("STRATA_STATS", 0) != 0;
   c.flightRecorderEntries =
@@ -152,7 +153,7 @@ std::string Config::describe() const {
       "STRATA_OFI_RAILS=%d STRATA_NET_SLOT_BYTES=%zu STRATA_NET_SLOTS=%d STRATA_TRACE_FILE=%s "
       "STRATA_STATS=%d STRATA_FLIGHT_RECORDER_ENTRIES=%d STRATA_FLIGHT_RECORDER_FILE=%s "
       "STRATA_FLIGHT_RECORDER_SIGNAL=%d STRATA_DEVICE_STAGING_BYTES=%zu STRATA_DEVICE_STAGING_SLOTS=%d "
-      "STRATA_CUDA_IPC=%d",
+      "STRATA_CUDA_IPC=%d STRATA_DEVICE_WAIT_KERNEL=%d",
       timeoutMs, algo.empty() ? "auto" : algo.c_str(),
       transport.empty() ? "auto" : transport.c_str(), hostId.empty() ? "(detected)" : hostId.c_str(),
       socketIfname.empty() ? "(any)" : socketIfname.c_str(),
@@ -165,7 +166,7 @@ std::string Config::describe() const {
       ofiRails, netSlotBytes, netSlots, traceFile.empty() ? "(off)" : traceFile.c_str(),
       int(statsAtDestroy), flightRecorderEntries,
       flightRecorderFile.empty() ? "(stderr)" : flightRecorderFile.c_str(), int(dumpOnSignal),
-      deviceStagingBytes, deviceStagingSlots, int(cudaIpc));
+      deviceStagingBytes, deviceStagingSlots, int(cudaIpc), int(deviceWaitKernel));
 }
 
 }  // namespace strata

@@ -55,6 +55,9 @@ struct Config {
   // STRATA_CUDA_IPC=0: collectives on device buffers of a one-host communicator
   // stage through the host too, instead of reading each other's slots over CUDA IPC.
   bool cudaIpc = true;
+  // STRATA_DEVICE_WAIT_KERNEL=1: a device step's stream waits for the host
+  // with a one-thread polling kernel instead of the driver's stream wait.
+  bool deviceWaitKernel = false;
   // Observability (src/obs).
   std::string traceFile;           // STRATA_TRACE_FILE: Chrome trace per process (%r rank, %p pid)
   bool statsAtDestroy = false;     // STRATA_STATS=1: print the statistics at destroy

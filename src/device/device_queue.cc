@@ -118,7 +118,7 @@ uint64_t DeviceQueue::submitStep(void* stream, std::function<void()> run) {
 
 void DeviceQueue::waitStep(uint64_t ticket, void* stream) {
   DeviceScope scope(device_);
-  cudaOk(cuda::streamWaitCounter(stream, counter_, ticket));
+  cudaOk(cuda::streamWaitCounter(stream, counter_, ticket, comm_.config().deviceWaitKernel));
 }
 
 void DeviceQueue::endStep(uint64_t ticket, void* stream) {

@@ -142,7 +142,7 @@ std::string copy2DAsync(void* dst, size_t dstPitch, const void* src, size_t srcP
   return "";
 }
 
-std::string streamWaitCounter(void* stream, const uint64_t* counter, uint64_t value) {
+std::string streamWaitCounter(void* stream, const uint64_t* counter, uint64_t value, bool) {
   streamOf(stream).enqueue([counter, value] {
     while (__atomic_load_n(counter, __ATOMIC_ACQUIRE) < value) std::this_thread::sleep_for(std::chrono::microseconds(20));
   });
