@@ -125,6 +125,14 @@ std::unique_ptr<IpcPeers> IpcPeers::connect(Comm& comm, int device, size_t slotB
 IpcPeers::~IpcPeers() {
   try {
     DeviceScope scope(device_);
+    // The proxy's last kernels and copies (a step that timed out may still be
+    // queued on the GPU): while they may run, the mappings, slots and stream they
+    // use stay as they are.
+    if (gpuWorkRecorded_ && !eventDoneWithin(finished_, comm_.timeoutMs())) {
+      STRATA_WARN("cuda_ipc: the GPU has not finished a step's reductions; the staging slots, their mappings "
+                  "and the proxy's stream are left in place rather than freed under it");
+      return;
+    }
     bool copiedOut = true;
     for (size_t i = 0; i < released_.size(); ++i)
       if (recorded_[i] && !eventDoneWithin(released_[i], comm_.timeoutMs())) copiedOut = false;
@@ -134,7 +142,7 @@ IpcPeers::~IpcPeers() {
     else
       STRATA_WARN("cuda_ipc: a stream has not copied out of a staging slot; the slots are left allocated rather "
                   "than freed under the copy");
-    cuda::freePinned(staging_);  // only the proxy's copies used it, and its steps are done
+    cuda::freePinned(staging_);  // only the proxy's copies used it, and they are done
     cuda::destroyStream(stream_);
     cuda::destroyEvent(finished_);
     for (void* e : released_) cuda::destroyEvent(e);
@@ -196,6 +204,7 @@ void IpcPeers::enqueueCopies(const std::vector<IpcCopy>& copies, const Step& s) 
 
 void IpcPeers::finishOnGpu(const Step& s, const char* what) {
   cudaOk(cuda::recordEvent(finished_, stream_));
+  gpuWorkRecorded_ = true;
   if (!eventDoneWithin(finished_, comm_.timeoutMs()))
     fail(strataTimeout, "cuda_ipc: rank %d's %s of step %llu did not finish on the GPU within %d ms", comm_.rank(),
          what, (unsigned long long)s.number, comm_.timeoutMs());

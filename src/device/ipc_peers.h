@@ -100,6 +100,7 @@ class IpcPeers {
   std::vector<bool> recorded_;
   void* stream_ = nullptr;        // the proxy's reductions and copies
   void* finished_ = nullptr;      // recorded on stream_ at the end of a step's GPU work
+  bool gpuWorkRecorded_ = false;  // finished_ has been recorded (proxy thread; read at destruction)
   uint64_t issued_ = 0;           // caller's thread
 };
 

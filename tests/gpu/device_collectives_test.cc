@@ -476,6 +476,42 @@ TEST(DeviceIpc, WhenOneRankCannotMapEveryRankStagesThroughTheHost) {
   });
   EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
 }
+
+// A GPU that does not run a cuda_ipc step's reduction within the timeout
+// (the emulated device holds rank 1's for 4 s; the timeout is 1 s): rank 1
+// gets strataTimeout naming the step, the other rank an asynchronous error
+// too, and both streams finish instead of waiting forever.
+TEST(DeviceIpc, AStepWhoseKernelDoesNotRunIsATimeoutNotAHang) {
+  test::RankSpec spec;
+  spec.nranks = 2;
+  spec.env = {{"STRATA_TIMEOUT_MS", "1000"}};
+  spec.deadlineSec = 60;
+  auto outcomes = test::runRanks(spec, [](int rank, int, strataComm_t comm, const strataUniqueId&) {
+    int problems = 0;
+    if (rank == 1) setenv("STRATA_EMULATED_REDUCE_DELAY_MS", "4000", 1);
+    cudaStream_t stream;
+    RANK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    const size_t count = 4099;
+    float* dev;
+    RANK_CUDA(cudaMalloc(&dev, count * 4));
+    RANK_CUDA(cudaMemset(dev, 0, count * 4));
+    RANK_CUDA(landed());
+    RANK_EXPECT(strataAllReduce(dev, dev, count, strataFloat32, strataSum, comm, stream) == strataSuccess,
+                "enqueue: %s", strataGetLastError(comm));
+    RANK_CUDA(cudaStreamSynchronize(stream));  // returns: the step's wait was released
+    strataResult_t async = strataSuccess;
+    RANK_EXPECT(strataCommGetAsyncError(comm, &async) == strataSuccess, "strataCommGetAsyncError failed");
+    RANK_EXPECT(async != strataSuccess, "no asynchronous error");
+    if (rank == 1)
+      RANK_EXPECT(async == strataTimeout && std::strstr(strataGetLastError(comm), "did not finish on the GPU"),
+                  "%s: %s", strataGetErrorString(async), strataGetLastError(comm));
+    strataCommAbort(comm);
+    cudaFree(dev);
+    cudaStreamDestroy(stream);
+    return problems;
+  });
+  EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+}
 #endif
 
 // Ranks whose device calls differ (here the count) fail with strataMismatch

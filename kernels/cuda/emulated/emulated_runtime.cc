@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/device_runtime.h"
@@ -18,9 +19,17 @@ bool built() { return true; }
 int visibleDevices() { return 1; }
 std::string loadKernels() { return ""; }  // the emulator's kernels are CPU functions
 
+// STRATA_EMULATED_REDUCE_DELAY_MS=N holds every reduction N ms on its stream:
+// a GPU that does not run a step's kernel in time, for the tests.
 std::string enqueueReduceCopy(const ReduceCopyArgs& args, strataDataType_t dtype, strataRedOp_t op, void* stream) {
   if (std::string refused = checkReduceCopyArgs(args, dtype, op); !refused.empty()) return refused;
-  if (args.count) streamOf(stream).enqueue([args, dtype, op] { reduceCopyOnHost(dtype, op, args, 1); });
+  const char* delay = std::getenv("STRATA_EMULATED_REDUCE_DELAY_MS");
+  const int delayMs = delay ? std::atoi(delay) : 0;
+  if (args.count)
+    streamOf(stream).enqueue([args, dtype, op, delayMs] {
+      if (delayMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
+      reduceCopyOnHost(dtype, op, args, 1);
+    });
   return "";
 }
 
