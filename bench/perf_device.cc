@@ -55,5 +55,4 @@ void download(void* host, const void* device, size_t bytes) {
 
 void* stream() { return theStream; }
 
-
 }  // namespace perfdev
