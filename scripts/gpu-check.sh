@@ -91,6 +91,10 @@ run_tests() {
   STRATA_TIMEOUT_MS=${STRATA_TIMEOUT_MS:-30000} ctest --test-dir build-gpu -L gpu -R '^(Device|SharedGpu)' \
     --output-on-failure >>"$log/ctest.txt" 2>&1 || status=1
   grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|\*\*\*|Total Test time" "$log/ctest.txt" >&2 || true
+  if grep -q "No tests were found\|CMake Error" "$log/ctest.txt"; then
+    echo "gpu-check: ctest found no GPU tests (see the log's CMake errors)" >&2
+    status=1
+  fi
   if grep -q "Not Run\|Skipped" "$log/ctest.txt"; then
     echo "gpu-check: GPU tests were skipped on a machine with a GPU" >&2
     status=1
