@@ -133,6 +133,15 @@ def main():
               "to a fifth of a millisecond. hier_radix (forced only, for now) takes the steps across nodes from "
               "ceil(log2 N) to ceil(log8 N) by exchanging with up to 7 partners at once: predicted 2.6x faster "
               "again at 64 KiB on 4096 nodes (the table above has what it gives against 90% of the 8-node busbw).",
+              "- 90% of the 8-node busbw on 4096 nodes (the table above): from 64 MiB up the twelve latencies of "
+              "the log2 steps fit the budget; what does not is how the time around them is spent. At 64 MiB the "
+              "699 µs hier_halving takes beyond its link floor (200 µs allowed) are, in the cost model's terms "
+              "(algo/cost_model.cc), 354 µs of the stage inside the nodes (112 ring steps of a 512 KiB chunk, "
+              "each paying the 2 µs latency of a link that moves the chunk in 1.2 µs) and 23 phases x 15 µs "
+              "across nodes (the log steps cut into 512 KiB phases, each waiting its latency). Reaching 90% needs "
+              "the stage inside the nodes to run beside the transfers across them (it uses other links) and the "
+              "phases of a step to stream without a latency each; at 16 MiB also at most three exposed latencies "
+              "(a radix-16 exchange). Both are changes to how the executor runs phases, not yet made.",
               "- All-to-all: aggregated per node (hier_pairwise) wherever there is more than one node, except at "
               "the largest sizes on 2 nodes, where the intra-node hop it adds costs more than the L-fold fewer "
               "messages save.",
@@ -160,13 +169,12 @@ def main():
     print("\n".join(lines))
 
 
-def latency_steps_left(allowed, link, alpha, nodes, steps_base):
-    """The latency steps a cluster of `nodes` may take for 90% once its extra
-    bytes (`link` µs) are paid, beyond `steps_base`, and the partners per step a
-    radix-k exchange would need for that many steps: e.g. "4 (7 partners)"."""
-    if allowed < link:
-        return "none"
-    steps = steps_base + math.floor((allowed - link) / alpha)
+def latency_steps_left(left, alpha, nodes):
+    """The network latencies that `left` µs (what 90% of the smaller cluster's
+    busbw leaves beyond the larger one's link floor) can pay, and the partners
+    per step a radix-k exchange would need to cover `nodes` in that many steps:
+    e.g. "4 (7 partners)"."""
+    steps = math.floor(left / alpha) if left > 0 else 0
     if steps < 1:
         return "none"
     partners = math.ceil(nodes ** (1 / steps) - 1e-9) - 1
@@ -190,23 +198,24 @@ def scale_out(predictions, args):
             lines.append(f"**{coll}**: 64 KiB on {hi} x {args.per_node} ranks takes {fmt_time(small['us'])} "
                          f"({small['chosen']}); hier_radix forced, {fmt_time(small['candidates']['hier_radix'])}.")
         lines += ["", f"| size | busbw {lo} nodes | busbw {hi} nodes | ratio | busbw {hi} nodes, hier_radix forced | "
-                  f"ratio | the same with hier_radix on {lo} nodes too | extra time {hi} nodes may take for 90% | "
-                  "of which their extra bytes take | latency steps that leaves (partners a step) |",
-                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-        steps_lo = math.ceil(math.log2(lo)) if lo > 1 else 0
+                  f"ratio | the same with hier_radix on {lo} nodes too | time {hi} nodes may take for 90% | "
+                  f"of which {hi} nodes' link floor | left for latency and the stages inside nodes | "
+                  f"{hi}-node choice's time beyond its link floor | latencies the budget pays (partners a step) |",
+                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for sz in sorted({r["bytes"] for r in rows if r["bytes"] >= 16 << 20}):
             a, b = by[(lo, sz)], by[(hi, sz)]
             # hier_radix's busbw where forced: busbw scales with 1 / time.
             radix_hi = b["busbw"] * b["us"] / b["candidates"]["hier_radix"]
             radix_lo = a["busbw"] * a["us"] / a["candidates"]["hier_radix"]
             # busbw = S (n-1)/n / T: 90% of the low one's allows T_hi up to T_lo * share.
-            allowed = a["us"] * (share - 1)
-            # Each node's link must carry (N-1)/N of S: what the larger cluster adds at least.
-            link = sz / (gbps * 1e3) * ((hi - 1) / hi - (lo - 1) / lo)
+            allowed = a["us"] * share
+            # Each node's link must carry (N-1)/N of S, however the exchange is arranged.
+            link = sz / (gbps * 1e3) * (hi - 1) / hi
             lines.append(f"| {fmt_size(sz)} | {a['busbw']:.3g} GB/s ({a['chosen']}) | {b['busbw']:.3g} GB/s "
                          f"({b['chosen']}) | {b['busbw'] / a['busbw']:.2f} | {radix_hi:.3g} GB/s | "
                          f"{radix_hi / a['busbw']:.2f} | {radix_hi / max(a['busbw'], radix_lo):.2f} | "
-                         f"{fmt_time(allowed)} | {fmt_time(link)} | {latency_steps_left(allowed, link, alpha, hi, steps_lo)} |")
+                         f"{fmt_time(allowed)} | {fmt_time(link)} | {fmt_time(allowed - link)} | "
+                         f"{fmt_time(b['us'] - link)} | {latency_steps_left(allowed - link, alpha, hi)} |")
         lines.append("")
     lines += [f"*ratio*: the {hi}-node busbw over the {lo}-node one, both the selector's choice (the target: at least "
               f"0.90 from 16 MiB up). hier_radix (algo/radix_blocks.h: up to {RADIX_MAX - 1} partners a step, {hi} "
@@ -217,14 +226,15 @@ def scale_out(predictions, args):
               "so the selector does not offer it yet; the "
               "next two columns are its prediction where forced, against the choice on "
               f"{lo} nodes, and against the better of the choice and hier_radix there ({lo} nodes in one step). "
-              f"The last three columns are the arithmetic behind the ratio: busbw divides by the time, so {hi} nodes "
-              f"reach 90% of the {lo}-node busbw only if they take at most {(share - 1) * 100:.1f}% longer; each "
-              f"node's link carries (N-1)/N of the data (7/8 on {lo} nodes, all but 1/N on thousands), which takes "
-              "the next column's time on its own; what is left pays latency steps of "
-              f"{alpha:g} µs beyond the {lo}-node exchange's ceil(log2 {lo}), and a radix-k exchange (k-1 partners "
-              "at once) covers N nodes in ceil(log_k N) steps: in brackets, the partners a step that would need. "
-              "\"none\": the extra bytes alone take longer than the allowance, so no exchange reaches 90% there "
-              "under this model's link parameters.", ""]
+              f"The last five columns are the arithmetic behind the ratio: busbw divides by the time, so {hi} nodes "
+              f"reach 90% of the {lo}-node busbw only if they take at most {share:.3f}x its time (the first of "
+              f"them); each node's link must carry (N-1)/N of the data however the exchange runs, which takes the "
+              f"second on its own (on {lo} nodes the flat ring's rank at a node's boundary sends (n-1)/n of it over "
+              f"the node's link, which is why that busbw is close to the link's); the third is what that leaves for network "
+              f"latencies and the stages inside the nodes, the fourth what the {hi}-node choice spends there "
+              f"today, and the last how many latencies of {alpha:g} µs the budget pays if nothing else showed, "
+              "with the partners a step a radix-k exchange (k-1 partners at once, ceil(log_k N) steps) would need "
+              "to fit them. \"none\": the link floor alone exceeds the budget.", ""]
     return lines
 
 
