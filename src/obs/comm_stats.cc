@@ -20,26 +20,50 @@ void CommStats::add(const OpFacts& r, const Plan* plan, const std::atomic<uint8_
   if (r.waitUs) c.waitUs.add(uint64_t(r.waitUs));
   c.lock.endWrite();
   if (!plan) return;
+  // Most plans reach all their peers over one transport: sum into scalars,
+  // and fall back to per-transport arrays only when a second one shows up.
+  unsigned only = strataNumTransports;
+  uint64_t sentOnly = 0, receivedOnly = 0;
+  size_t i = 0;
+  for (; i < plan->peers.size(); ++i) {
+    const size_t peer = size_t(plan->peers[i]);
+    const unsigned t = peer < nranks ? transportOf[peer].load(std::memory_order_relaxed)
+                                     : unsigned(strataNumTransports);
+    if (t >= strataNumTransports) continue;
+    if (only != t && only != strataNumTransports) break;
+    only = t;
+    sentOnly += plan->bytesTo[i];
+    receivedOnly += plan->bytesFrom[i];
+  }
+  if (i == plan->peers.size()) {
+    if (only < strataNumTransports) addToTransport(only, sentOnly, receivedOnly, ticks);
+    return;
+  }
   uint64_t sent[strataNumTransports] = {}, received[strataNumTransports] = {};
   bool used[strataNumTransports] = {false};
-  for (size_t i = 0; i < plan->peers.size(); ++i) {
-    size_t peer = size_t(plan->peers[i]);
-    unsigned t = peer < nranks ? transportOf[peer].load(std::memory_order_relaxed)
-                               : unsigned(strataNumTransports);
+  sent[only] = sentOnly;
+  received[only] = receivedOnly;
+  used[only] = true;
+  for (; i < plan->peers.size(); ++i) {
+    const size_t peer = size_t(plan->peers[i]);
+    const unsigned t = peer < nranks ? transportOf[peer].load(std::memory_order_relaxed)
+                                     : unsigned(strataNumTransports);
     if (t >= strataNumTransports) continue;
     sent[t] += plan->bytesTo[i];
     received[t] += plan->bytesFrom[i];
     used[t] = true;
   }
-  for (unsigned t = 0; t < strataNumTransports; ++t) {
-    if (!used[t]) continue;
-    TransportTotals& x = transport_[t];
-    x.lock.beginWrite();
-    x.bytesSent.add(sent[t]);
-    x.bytesReceived.add(received[t]);
-    x.ticks.add(ticks);
-    x.lock.endWrite();
-  }
+  for (unsigned t = 0; t < strataNumTransports; ++t)
+    if (used[t]) addToTransport(t, sent[t], received[t], ticks);
+}
+
+void CommStats::addToTransport(unsigned t, uint64_t sent, uint64_t received, uint64_t ticks) {
+  TransportTotals& x = transport_[t];
+  x.lock.beginWrite();
+  x.bytesSent.add(sent);
+  x.bytesReceived.add(received);
+  x.ticks.add(ticks);
+  x.lock.endWrite();
 }
 
 strataStats_t CommStats::totals() const {

@@ -42,6 +42,8 @@ class CommStats {
     SingleWriterCounter<uint64_t> bytesSent, bytesReceived, ticks;
     std::atomic<uint64_t> links{0};  // counted by whichever thread opens a link
   };
+  // Writer only: one operation's bytes and time into transport t's totals.
+  void addToTransport(unsigned t, uint64_t sent, uint64_t received, uint64_t ticks);
   const int nranks_;
   CollTotals coll_[strataNumStatColls];
   TransportTotals transport_[strataNumTransports];
