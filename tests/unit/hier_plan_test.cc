@@ -752,6 +752,30 @@ TEST(CostModel, OneTransferRunsOnOneRail) {
   EXPECT_GT(predictUs("hier_ring", Coll::kAllGather, bytes, two, 1 << 19), 1.8 * hierTwoOne);
 }
 
+// The flat pairwise all-to-all: ranks drift apart (each moves on when its own
+// receive lands), so it takes the longer of one rank's chain of receives and
+// its node's link carrying every block that leaves it, not a latency and the
+// shared bytes per step (which put it at 1.4x strata-sim's replay on 8 x 8).
+TEST(CostModel, PairwiseAllToAllTakesTheLongerOfARanksChainAndItsNodesLink) {
+  Topology t = cluster(8, 8);
+  t.intra = LinkParams{2.0, 450.0, "test"};
+  t.inter = LinkParams{15.0, 50.0, "test"};
+  // 16 MiB (256 KiB blocks, one phase each): each node's link carries 8 ranks x 56 blocks.
+  const double block = 256 << 10;
+  const double link = 15.0 + 8 * 56 * block / 50e3;
+  const double chain = 56 * (15.0 + block / 50e3) + 7 * (2.0 + block / 450e3);
+  ASSERT_GT(link, chain);
+  EXPECT_NEAR(predictUs("pairwise", Coll::kAllToAll, size_t(64 * block), t, 1 << 19), link, 1e-6 * link);
+  // 64 KiB (1 KiB blocks): latency-bound, one rank's chain.
+  const double small = 1024;
+  const double smallChain = 56 * (15.0 + small / 50e3) + 7 * (2.0 + small / 450e3);
+  EXPECT_NEAR(predictUs("pairwise", Coll::kAllToAll, size_t(64 * small), t, 1 << 19), smallChain, 1e-6 * smallChain);
+  // One node: no network, every step after the last (the chain is the whole cost).
+  Topology one = cluster(1, 5);
+  one.intra = LinkParams{2.0, 10.0, "test"};
+  EXPECT_NEAR(predictUs("pairwise", Coll::kAllToAll, 5 * 4096, one, 1 << 19), 4 * (2.0 + 4096 / 10e3), 1e-9);
+}
+
 TEST(CostModel, ForcedAlgorithmWinsOverTheModel) {
   Topology t = cluster(2, 2);
   CollArgs args;
