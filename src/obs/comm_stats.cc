@@ -22,13 +22,16 @@ void CommStats::add(const OpFacts& r, const Plan* plan, const std::atomic<uint8_
   if (!plan) return;
   // Most plans reach all their peers over one transport: sum into scalars,
   // and fall back to per-transport arrays only when a second one shows up.
+  auto transportTo = [&](size_t i) {  // >= strataNumTransports: no link yet
+    const size_t peer = size_t(plan->peers[i]);
+    return peer < nranks ? unsigned(transportOf[peer].load(std::memory_order_relaxed))
+                         : unsigned(strataNumTransports);
+  };
   unsigned only = strataNumTransports;
   uint64_t sentOnly = 0, receivedOnly = 0;
   size_t i = 0;
   for (; i < plan->peers.size(); ++i) {
-    const size_t peer = size_t(plan->peers[i]);
-    const unsigned t = peer < nranks ? transportOf[peer].load(std::memory_order_relaxed)
-                                     : unsigned(strataNumTransports);
+    const unsigned t = transportTo(i);
     if (t >= strataNumTransports) continue;
     if (only != t && only != strataNumTransports) break;
     only = t;
@@ -45,9 +48,7 @@ void CommStats::add(const OpFacts& r, const Plan* plan, const std::atomic<uint8_
   received[only] = receivedOnly;
   used[only] = true;
   for (; i < plan->peers.size(); ++i) {
-    const size_t peer = size_t(plan->peers[i]);
-    const unsigned t = peer < nranks ? transportOf[peer].load(std::memory_order_relaxed)
-                                     : unsigned(strataNumTransports);
+    const unsigned t = transportTo(i);
     if (t >= strataNumTransports) continue;
     sent[t] += plan->bytesTo[i];
     received[t] += plan->bytesFrom[i];
