@@ -282,9 +282,9 @@ def simulation(args):
         lines += [f"Replays that would send more than the message budget (rings over thousands of ranks) are "
                   f"reduced: {len(reduced)} of {len(rows)} cells are extrapolated from full replays on smaller "
                   "clusters (the largest three of 1/2, 1/4, 1/8 ... of the nodes that fit) with the same bytes per "
-                  "step, along the line through the two largest in the nodes or in their logarithm, whichever "
-                  "predicts the smallest better (a ring's steps grow with the nodes, a log-step algorithm's with "
-                  "their logarithm)."]
+                  "step, along a line through the two largest, or from the whole cluster replayed in coarser "
+                  "fragments where the smaller clusters move other bytes per step (a radix exchange's radix "
+                  "follows the node count); each row's JSON note says which (docs/ARCHITECTURE.md, strata-sim)."]
         check = s.get("reduced_check") or []
         full = {(r["coll"], r["nodes"], r["bytes"], r["algorithm"]): r for r in rows}
         devs = [c["sim_us"] / full[k]["sim_us"] - 1 for c in check if not c["skipped"]

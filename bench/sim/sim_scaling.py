@@ -19,7 +19,8 @@ whose choice changed (a layer's choice: the step on that node count).
 Counts are bytes (uint8), so 64 KiB splits into blocks even on 32768 ranks.
 Replays that would send more than --max-messages fragments (rings over
 thousands of ranks) are reduced: strata-sim extrapolates them from full
-replays on 1/2, 1/4 and 1/8 of the nodes. --check-reduced N replays every cell
+replays on 1/2, 1/4 and 1/8 of the nodes (or of the whole cluster in coarser
+fragments, where those move other bytes per step). --check-reduced N replays every cell
 on N nodes both ways (--reduce), to show how far the reduction is off.
 """
 import argparse

@@ -11,6 +11,7 @@
 //              [--slow-node N[,FACTOR]] [--late-rank R[,US]] [--max-messages M]
 #include <simgrid/s4u.hpp>
 #include <simgrid/version.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xbt/log.h>
@@ -138,6 +139,41 @@ CellResult simulateCalls(const std::vector<Call>& calls, const std::string& forc
   return res;
 }
 
+// Runs `work` on a thread with a 4 GiB stack (address space; only the pages
+// touched are memory) and returns what it reported. SimGrid's engine runs on
+// the thread that calls Engine::run, and its max-min solver recurses once per
+// constraint reached through shared flows (System::update_modified_cnst_set_rec):
+// a 64 KiB radix reduce-scatter on 4096 x 8 ranks went 87,000 frames deep and
+// overflowed the main thread's 8 MiB.
+CellResult onLargeStack(const std::function<CellResult()>& work) {
+  struct Job {
+    const std::function<CellResult()>* work;
+    CellResult result;
+  } job{&work, {}};
+  auto run = [](void* p) -> void* {
+    Job* j = static_cast<Job*>(p);
+    try {
+      j->result = (*j->work)();
+    } catch (const std::exception& e) {
+      std::snprintf(j->result.skipped, sizeof j->result.skipped, "%s", e.what());
+    }
+    return nullptr;
+  };
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, size_t(4) << 30);
+  pthread_t thread;
+  const int rc = pthread_create(&thread, &attr, run, &job);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    std::snprintf(job.result.skipped, sizeof job.result.skipped, "no thread for the simulation: %s",
+                  std::strerror(rc));
+    return job.result;
+  }
+  pthread_join(thread, nullptr);
+  return job.result;
+}
+
 // Runs `work` in a child process (a SimGrid engine runs once per process)
 // and returns what it reported; a child that dies reports why.
 CellResult inChild(const std::function<CellResult()>& work, bool quiet) {
@@ -155,12 +191,7 @@ CellResult inChild(const std::function<CellResult()>& work, bool quiet) {
       int null = open("/dev/null", O_WRONLY);
       dup2(null, 2);
     }
-    CellResult r;
-    try {
-      r = work();
-    } catch (const std::exception& e) {
-      std::snprintf(r.skipped, sizeof r.skipped, "%s", e.what());
-    }
+    CellResult r = onLargeStack(work);
     ssize_t w = write(fds[1], &r, sizeof r);
     _exit(w == ssize_t(sizeof r) ? 0 : 1);
   }
@@ -198,6 +229,7 @@ std::string tryPlatform(const PlatformSpec& spec) {
 struct ReplaySize {
   uint64_t messages = 0;
   double bytesPerPhase = 0;
+  size_t phases = 0;  // rank 0's
 };
 ReplaySize replaySize(Coll coll, size_t count, const std::string& algo, const Topology& topo,
                       const ModelOptions& mo, const SimOptions& so) {
@@ -212,18 +244,76 @@ ReplaySize replaySize(Coll coll, size_t count, const std::string& algo, const To
   double bytes = 0;
   for (const ReplayFlow& f : plan.flows) bytes += double(f.bytes);
   const double phases = double(plan.phaseEnd.size());
-  return {plan.fragments * uint64_t(topo.nranks()), phases > 0 ? bytes / phases : 0};
+  return {plan.fragments * uint64_t(topo.nranks()), phases > 0 ? bytes / phases : 0, plan.phaseEnd.size()};
 }
 
-// One (size, algorithm) on `nodes` nodes. A replay above --max-messages
-// is reduced: full replays on nodes/2^k, /2^(k+1) and /2^(k+2) nodes (the
+// A reduced replay's result: the extrapolated time, how far the same line
+// misses the replay it was not drawn through (its own check), and how it was made.
+struct Reduction {
+  double us = -1, selfMiss = 1e9, wallS = 0;
+  uint64_t messages = 0;
+  std::string how;
+};
+
+// The whole cluster replayed in coarser fragments: with the chunk (and so
+// every pipeline slice and phase) 2^j, 2^(j+1) and 2^(j+2) times the real
+// one, for the smallest j whose replay fits, and the time extrapolated along
+// the line through the two finest in rank 0's phase count to the real plan's.
+// The bytes, the steps, the partners and the links they share are all the
+// full cluster's; only the number of phases differs. Less exact than
+// smaller clusters where those move what the full cluster moves per phase (a
+// slice's latency overlaps less of the next one's bytes as slices grow: 6-11%
+// low for the hierarchical algorithms at 16-256 MiB on 64 x 8 ranks), exact
+// where they do not (a radix exchange, whose radix changes with the node
+// count: at 128 x 1 ranks the smaller clusters' line put a 256 MiB radix
+// all-gather at 3.5x its full replay, this one within 1%). us < 0: none fits
+// or the phases stop changing (a ring's steps, not its fragments, are what is
+// too many).
+Reduction coarserFragments(Coll coll, size_t count, const std::string& algo, const Topology& topo,
+                           const ModelOptions& mo, SimOptions so, size_t wholePhases) {
+  Reduction out;
+  for (int j = 1; j <= 6; ++j) {
+    ModelOptions o[3] = {mo, mo, mo};
+    ReplaySize z[3];
+    for (int i = 0; i < 3; ++i) {
+      o[i].chunk = mo.chunk << (j + i);
+      z[i] = replaySize(coll, count, algo, topo, o[i], so);
+    }
+    if (z[0].messages > so.maxMessages && !so.forceReduced) continue;
+    if (z[0].phases == z[1].phases || z[1].phases == z[2].phases || z[0].phases >= wholePhases) return out;
+    CellResult r[3];
+    for (int i = 0; i < 3; ++i) {
+      so.platform.nodes = topo.nnodes();
+      r[i] = inChild([&] { return simulateCalls({{coll, count}}, algo, topo, o[i], so); }, true);
+      if (r[i].skipped[0]) return out;
+      out.messages += r[i].messages;
+      out.wallS += r[i].wallS;
+    }
+    auto at = [&](size_t phases) {
+      return r[0].us + (r[0].us - r[1].us) / (double(z[0].phases) - double(z[1].phases)) *
+                           (double(phases) - double(z[0].phases));
+    };
+    out.us = std::max(r[0].us, at(wholePhases));
+    out.selfMiss = std::fabs(at(z[2].phases) / r[2].us - 1);
+    out.how = format("of the whole cluster in fragments %dx, %dx and %dx as large (in rank 0's phases: %zu, %zu, %zu; "
+                     "%zu in full)", 1 << j, 2 << j, 4 << j, z[0].phases, z[1].phases, z[2].phases, wholePhases);
+    return out;
+  }
+  return out;
+}
+
+// One (size, algorithm) on `nodes` nodes. A replay above --max-messages is
+// reduced: full replays on nodes/2^k, /2^(k+1) and /2^(k+2) nodes (the
 // largest that fit), each with the count (as given, or scaled by the nodes
 // either way) that keeps rank 0's bytes per phase closest to the full
 // cluster's, so a step moves what it moves there (a ring's block, a recursive
 // doubling round's whole vector), and the time extrapolated along the line
-// through the two largest, in the nodes or in their logarithm, whichever
-// predicts the smallest better (a ring's or a chain's steps grow with the
-// nodes, a log-step algorithm's with their logarithm). *reduced says so.
+// through the two largest (below). *reduced says so, and how far the two
+// largest are from that premise where they miss it by more than 10% (a radix
+// exchange changes its radix with the node count: at 64 x 1 ranks a 64 MiB
+// radix all-gather's smaller clusters move 0.44-0.64 of its bytes per phase,
+// and the line through them comes out 21% low): there, coarserFragments
+// too, and the way whose line better predicts its own third replay.
 CellResult simulate(Coll coll, size_t count, const std::string& algo, int nodes, const ModelOptions& mo,
                     SimOptions so, std::string* reduced) {
   auto full = [&](int m, size_t c) {
@@ -231,7 +321,8 @@ CellResult simulate(Coll coll, size_t count, const std::string& algo, int nodes,
     so.platform.nodes = m;
     return inChild([&] { return simulateCalls({{coll, c}}, algo, t, mo, so); }, true);
   };
-  Topology topo = makeCluster(nodes, mo.perNode, mo);
+  auto sizeOn = [&](int m, size_t c) { return replaySize(coll, c, algo, makeCluster(m, mo.perNode, mo), mo, so); };
+  const Topology topo = makeCluster(nodes, mo.perNode, mo);
   const ReplaySize whole = replaySize(coll, count, algo, topo, mo, so);
   if (whole.messages <= so.maxMessages && !so.forceReduced) return full(nodes, count);
   // The count on m nodes: as given (scale 0), scaled with the nodes (1) or against them (-1).
@@ -241,59 +332,100 @@ CellResult simulate(Coll coll, size_t count, const std::string& algo, int nodes,
   };
   // One scaling for all three, the one that keeps the bytes per phase on the largest.
   auto chooseScale = [&](int m) {
-    const Topology t = makeCluster(m, mo.perNode, mo);
     int best = 0;
     double bestMiss = -1;
     for (int scale : {0, 1, -1}) {
-      double miss = std::fabs(std::log(replaySize(coll, countAt(m, scale), algo, t, mo, so).bytesPerPhase /
-                                       whole.bytesPerPhase));
+      double miss = std::fabs(std::log(sizeOn(m, countAt(m, scale)).bytesPerPhase / whole.bytesPerPhase));
       if (bestMiss < 0 || miss < bestMiss - 1e-9) best = scale, bestMiss = miss;
     }
     return best;
   };
-  for (int k = 1; (nodes >> (k + 2)) >= 2 && nodes % (1 << (k + 2)) == 0; ++k) {
-    int m[3] = {nodes >> (k + 2), nodes >> (k + 1), nodes >> k};
-    size_t c[3] = {};
+  // The three clusters: the largest that fit.
+  int m[3] = {};
+  size_t c[3] = {};
+  bool found = false;
+  for (int k = 1; !found && (nodes >> (k + 2)) >= 2 && nodes % (1 << (k + 2)) == 0; ++k) {
+    m[0] = nodes >> (k + 2), m[1] = nodes >> (k + 1), m[2] = nodes >> k;
     const int scale = chooseScale(m[2]);
-    bool fits = true;
-    for (int i = 0; i < 3 && fits; ++i) {
+    found = true;
+    for (int i = 0; i < 3 && found; ++i) {
       so.platform.nodes = m[i];
-      if (!checkPlatform(so.platform).empty()) fits = false;
-      if (!fits) break;
       c[i] = countAt(m[i], scale);
-      fits = so.forceReduced ||
-             replaySize(coll, c[i], algo, makeCluster(m[i], mo.perNode, mo), mo, so).messages <= so.maxMessages;
+      found = checkPlatform(so.platform).empty() && (so.forceReduced || sizeOn(m[i], c[i]).messages <= so.maxMessages);
     }
-    if (!fits) continue;
-    CellResult r[3];
-    for (int i = 0; i < 3; ++i) {
-      r[i] = full(m[i], c[i]);
-      if (r[i].skipped[0]) return r[i];
-    }
-    // The time grows with the nodes (a ring's or a chain's steps) or with
-    // their logarithm (a log-step algorithm's): the line through the two
-    // largest replays in the variable that better predicts the smallest one,
-    // never below the largest replay.
-    auto extrapolate = [&](double (*x)(double), double at) {
-      return r[2].us + (r[2].us - r[1].us) / (x(m[2]) - x(m[1])) * (x(at) - x(m[2]));
+  }
+  if (!found) {
+    CellResult r;
+    std::snprintf(r.skipped, sizeof r.skipped,
+                  "about %llu messages, above --max-messages %llu, and no smaller cluster to extrapolate from",
+                  static_cast<unsigned long long>(whole.messages), static_cast<unsigned long long>(so.maxMessages));
+    return r;
+  }
+  const ReplaySize s0 = sizeOn(m[0], c[0]), s1 = sizeOn(m[1], c[1]), s2 = sizeOn(m[2], c[2]);
+  CellResult r[3];
+  for (int i = 0; i < 3; ++i) {
+    r[i] = full(m[i], c[i]);
+    if (r[i].skipped[0]) return r[i];
+  }
+  // The line through (x1, y1) and (x2, y2) at x.
+  auto line = [](double x1, double y1, double x2, double y2, double x) { return y2 + (y2 - y1) / (x2 - x1) * (x - x2); };
+  // With the bytes per phase kept, the time grows with the number of phases:
+  // the line through the two largest replays in rank 0's phase count,
+  // evaluated at the full cluster's, never below the largest replay. A
+  // ring's phases grow with the nodes, a log-step algorithm's with their
+  // logarithm, a radix exchange's with neither (its radix changes with the
+  // node count: 523, 526, 521 and 534 phases on 4096, 32, 64 and 128 nodes for
+  // a 256 MiB all-gather; a straight line in the nodes through the last two
+  // put it at 3.2x its full replay, this line within 2%). Where rank 0's
+  // phases do not grow (a pipelined chain's or tree's depth does not show in
+  // them), the line in the nodes (a chain's steps) or in their logarithm (a
+  // tree's), whichever better predicts the smallest replay.
+  Reduction smaller;
+  smaller.messages = r[0].messages + r[1].messages + r[2].messages;
+  smaller.wallS = r[0].wallS + r[1].wallS + r[2].wallS;
+  if (s1.phases != s2.phases) {
+    auto at = [&](size_t phases) { return line(double(s1.phases), r[1].us, double(s2.phases), r[2].us, double(phases)); };
+    smaller.us = at(whole.phases);
+    smaller.selfMiss = std::fabs(at(s0.phases) / r[0].us - 1);
+    smaller.how = format("on %d, %d and %d nodes (in rank 0's phases: %zu, %zu; %zu in full", m[0], m[1], m[2],
+                         s1.phases, s2.phases, whole.phases);
+  } else {
+    auto at = [&](double (*x)(double), double nodesAt) {
+      return line(x(m[1]), r[1].us, x(m[2]), r[2].us, x(nodesAt));
     };
     double (*linear)(double) = [](double v) { return v; };
     double (*logarithmic)(double) = [](double v) { return std::log2(v); };
-    const bool useLog = std::fabs(extrapolate(logarithmic, m[0]) - r[0].us) < std::fabs(extrapolate(linear, m[0]) - r[0].us);
-    const double t = std::max(r[2].us, extrapolate(useLog ? logarithmic : linear, nodes));
-    CellResult out = r[2];
-    out.us = t;
-    out.messages = r[0].messages + r[1].messages + r[2].messages;
-    out.wallS = r[0].wallS + r[1].wallS + r[2].wallS;
-    *reduced = format("extrapolated from full replays on %d, %d and %d nodes (%s in the nodes)", m[0], m[1], m[2],
-                      useLog ? "logarithmic" : "linear");
-    return out;
+    const double missLog = std::fabs(at(logarithmic, m[0]) / r[0].us - 1);
+    const double missLinear = std::fabs(at(linear, m[0]) / r[0].us - 1);
+    const bool useLog = missLog < missLinear;
+    smaller.us = at(useLog ? logarithmic : linear, nodes);
+    smaller.selfMiss = std::min(missLog, missLinear);
+    smaller.how = format("on %d, %d and %d nodes (%s in the nodes", m[0], m[1], m[2], useLog ? "logarithmic" : "linear");
   }
-  CellResult r;
-  std::snprintf(r.skipped, sizeof r.skipped,
-                "about %llu messages, above --max-messages %llu, and no smaller cluster to extrapolate from",
-                static_cast<unsigned long long>(whole.messages), static_cast<unsigned long long>(so.maxMessages));
-  return r;
+  smaller.us = std::max(r[2].us, smaller.us);
+  auto kept = [&](const ReplaySize& z) { return std::fabs(z.bytesPerPhase / whole.bytesPerPhase - 1) <= 0.1; };
+  if (!(kept(s1) && kept(s2)))
+    smaller.how += format("; bytes per phase %.2fx and %.2fx the full cluster's", s1.bytesPerPhase / whole.bytesPerPhase,
+                          s2.bytesPerPhase / whole.bytesPerPhase);
+  smaller.how += ")";
+  // The smaller clusters do not move what the full one moves per phase:
+  // replaying the whole cluster in coarser fragments is the other way, taken
+  // where its line predicts its own third replay better.
+  Reduction pick = smaller;
+  if (!(kept(s1) && kept(s2))) {
+    Reduction coarse = coarserFragments(coll, count, algo, topo, mo, so, whole.phases);
+    if (coarse.us > 0 && coarse.selfMiss < smaller.selfMiss) {
+      coarse.messages += smaller.messages;
+      coarse.wallS += smaller.wallS;
+      pick = coarse;
+    }
+  }
+  CellResult out = r[2];
+  out.us = pick.us;
+  out.messages = pick.messages;
+  out.wallS = pick.wallS;
+  *reduced = format("extrapolated from full replays %s", pick.how.c_str());
+  return out;
 }
 
 std::string platformSummary(const PlatformSpec& p) {

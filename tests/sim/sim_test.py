@@ -130,6 +130,18 @@ for coll, algo, size in [("all_reduce", "ring", "4M"), ("all_reduce", "hier_ring
     check(whole["reduced"] == "" and reduced["reduced"].startswith("extrapolated") and abs(ratio - 1) <= 0.05,
           f"{coll} {algo} {size} on 16 x 2, reduced / full replay: {ratio:.3f} ({reduced['reduced']})")
 
+# A radix exchange picks its radix from the node count, so smaller clusters
+# run other steps (a 256 MiB all-gather on 128 x 1: 1.5x and 2.4x the bytes per
+# phase on 32 and 64 nodes; the line through them came out at 0.77x, and 3.5x
+# in rank 0's phases): the whole cluster in coarser fragments instead.
+flags = ["all_gather", "--nodes", "128", "--per-node", "1", "-b", "256M", "-e", "256M", "--algo", "hier_radix",
+         "-d", "uint8"]
+whole = one(*flags)
+reduced = one(*flags, "--reduce")
+ratio = reduced["sim_us"] / whole["sim_us"]
+check(whole["reduced"] == "" and "whole cluster in fragments" in reduced["reduced"] and abs(ratio - 1) <= 0.05,
+      f"all_gather hier_radix 256 MiB on 128 x 1, reduced / full replay: {ratio:.3f} ({reduced['reduced']})")
+
 # 2c. One FSDP step (an all-gather and a reduce-scatter per layer, one after the
 # other): never slower than the same calls replayed alone.
 p = subprocess.run([SIM, "all_gather", "--fsdp-step", "--nodes", "3", "--per-node", "2", "-b", "64K", "-e", "4M",
