@@ -63,6 +63,7 @@ class RankActor {
     int peer = -1;
     std::deque<size_t> items;
     Fragment* inFlight = nullptr;
+    double injectAt = -1;  // its next fragment's slot in the node's injection queue (ReplayInput::gapS)
   };
   // A Recv flow: fragments from `peer`, reduced or not, maybe forwarded.
   struct InItem {
@@ -129,13 +130,13 @@ class RankActor {
     for (size_t s = 0; s < inStreams_.size(); ++s) post(s);
     for (;;) {
       land();
-      if (acts_.empty() && landings_.empty()) break;
-      double timeout = -1;
-      if (!landings_.empty()) {
-        double next = landings_.front().when;
-        for (const Landing& l : landings_) next = std::min(next, l.when);
-        timeout = std::max(0.0, next - sg4::Engine::get_clock());
-      }
+      injectDue();
+      double next = -1;  // the next landing or injection slot
+      for (const Landing& l : landings_) next = next < 0 ? l.when : std::min(next, l.when);
+      for (const OutStream& st : out_)
+        if (st.injectAt >= 0) next = next < 0 ? st.injectAt : std::min(next, st.injectAt);
+      if (acts_.empty() && next < 0) break;
+      const double timeout = next < 0 ? -1 : std::max(0.0, next - sg4::Engine::get_clock());
       if (acts_.empty()) {
         sg4::this_actor::sleep_for(timeout);
         continue;
@@ -179,15 +180,33 @@ class RankActor {
       deliver(item, n);
   }
 
-  // Sends the next fragment to stream s's peer if one is ready and the link is free.
+  // Sends the next fragment to stream s's peer if one is ready, the link is
+  // free, and (to another node, with a gap) the node's injection slot has come.
   void kick(size_t s) {
     OutStream& st = out_[s];
     if (st.inFlight || st.items.empty()) return;
     OutItem& o = outItems_[st.items.front()];
     if (o.avail == o.sent) return;
+    if (in_->gapS > 0 && in_->nodeOf[size_t(st.peer)] != in_->nodeOf[size_t(rank_)]) {
+      const double now = sg4::Engine::get_clock();
+      if (st.injectAt < 0) {
+        double& free = in_->injectorFree[size_t(in_->nodeOf[size_t(rank_)])];
+        st.injectAt = std::max(now, free);
+        free = st.injectAt + in_->gapS;
+      }
+      if (st.injectAt > now) return;  // the phase's loop comes back at the slot (injectDue)
+      st.injectAt = -1;
+    }
     uint64_t n = std::min<uint64_t>(kMaxFragment, o.avail - o.sent);
     st.inFlight = new Fragment{n};
     start(channel(rank_, st.peer)->put_async(st.inFlight, n), {What::kOut, s, 0});
+  }
+
+  // Sends the fragments whose injection slot has come.
+  void injectDue() {
+    const double now = sg4::Engine::get_clock();
+    for (size_t s = 0; s < out_.size(); ++s)
+      if (out_[s].injectAt >= 0 && out_[s].injectAt <= now) kick(s);
   }
 
   // Waits for the next fragment from stream s's peer.

@@ -13,7 +13,8 @@
 // (its send completes into the peer's buffer, as on a socket or a shared
 // memory ring), and each hop of a forward adds one latency. Bandwidth is
 // SimGrid's flow-level max-min sharing (CM02, no TCP factors) of every link a
-// fragment crosses.
+// fragment crosses. A per-message cost (ReplayInput::gapS) spaces the
+// fragments leaving a node.
 #pragma once
 
 #include <functional>
@@ -33,6 +34,13 @@ struct ReplayInput {
   double memoryGbps = 20;                  // what a reduction costs per byte (3 bytes of traffic)
   std::function<double(int from, int to)> latencyS;  // a route's latency, seconds
   std::vector<double> startDelayS;         // rank -> how late it calls (empty: none)
+  // What each message leaving a node costs its node beyond the latency (the
+  // cost model's gap, LinkParams::gapUs): a node injects one fragment at a
+  // time into the network, gapS apart, so k fragments leaving at once start
+  // over (k-1) gaps. 0: none (the platform's links alone).
+  double gapS = 0;
+  std::vector<int> nodeOf;                 // rank -> node (with gapS)
+  std::vector<double> injectorFree;        // node -> when it may inject its next fragment (the replay's state)
 };
 
 // Runs the simulation (creates one actor per rank; call once per process,

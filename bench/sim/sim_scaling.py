@@ -8,7 +8,8 @@ the model in docs/scaling.md.
 
     python3 bench/sim/sim_scaling.py [--nodes 8,64,512,4096] [--per-node 8]
         [--sizes 64K,1M,16M,256M] [--rails 1] [--max-messages 2e6] [--check-reduced 64]
-        [--colls all_reduce,...] [--keep-from OLD.json] [--refresh-model]
+        [--colls all_reduce,...] [--keep-from OLD.json] [--refresh-model] [--replay-reduced]
+        [--algos NAME,..]
 
 --refresh-model: after a change to the cost model alone (no plan changed, so
 every replay stays as it was), recompute the model's column and the
@@ -57,9 +58,17 @@ def main():
                    "(to replay only the collectives whose plans changed); scenarios and the FSDP step are re-run")
     p.add_argument("--refresh-model", action="store_true", help="recompute the model column and the choice of --out's "
                    "rows (no replay); replay the scenarios and FSDP layers whose choice changed")
+    p.add_argument("--algos", help="replay only these algorithms (comma-separated) of --colls at every scale and "
+                   "size, and merge their rows into --out, replacing the same cells (an algorithm added or changed)")
+    p.add_argument("--replay-reduced", action="store_true", help="after a change to strata-sim's reduction alone: "
+                   "replay again the rows of --out that were reduced or skipped, and the reduction check")
     args = p.parse_args()
     if args.refresh_model:
         return refresh_model(args)
+    if args.replay_reduced:
+        return replay_reduced(args)
+    if args.algos:
+        return replay_algorithms(args)
     started = time.time()
     result = {"argv": " ".join(sys.argv[1:]), "per_node": int(args.per_node), "rows": [], "reduced_check": [],
               "scenarios": []}
@@ -118,6 +127,81 @@ def main():
     result["fsdp"] = json.loads(out.stdout)
     result["wall_s"] = time.time() - started
     json.dump(result, open(args.out, "w"), indent=0)
+
+
+def replay_reduced(args):
+    """Replays again the saved rows that were reduced or skipped (each alone, --algo NAME) and the reduction
+    check, with the saved run's rails; every other row, scenario and FSDP step stays as it was."""
+    saved = json.load(open(args.out))
+    argv = saved.get("argv", "").split()
+    rails = argv[argv.index("--rails") + 1] if "--rails" in argv else "1"
+    started = time.time()
+
+    def sim(coll, nodes, size, algo, extra=()):
+        out = subprocess.run([SIM, coll, "--nodes", str(nodes), "--per-node", str(saved["per_node"]), "-d", "uint8",
+                              "-b", str(size), "-e", str(size), "--algo", algo, "--rails", rails, "--max-messages",
+                              args.max_messages, "--json", *extra], capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit(f"strata-sim failed: {out.stderr}")
+        return json.loads(out.stdout)
+
+    redo = [i for i, r in enumerate(saved["rows"]) if r["reduced"] or r["skipped"]]
+    for n, i in enumerate(redo):
+        r = saved["rows"][i]
+        t0 = time.time()
+        fresh = sim(r["coll"], r["nodes"], r["bytes"], r["algorithm"])[0]
+        fresh["chosen"] = r["chosen"]  # the choice is the selector's, unchanged by a replay
+        saved["rows"][i] = fresh
+        print(f"{n + 1}/{len(redo)} {r['coll']} {r['nodes']} {r['bytes']} {r['algorithm']}: {r['sim_us']:.1f} -> "
+              f"{fresh['sim_us']:.1f} us ({time.time() - t0:.0f} s)", flush=True)
+        json.dump(saved, open(args.out, "w"), indent=0)
+    check_nodes = sorted({r["nodes"] for r in saved["reduced_check"]})
+    check = []
+    for nodes in check_nodes:
+        for coll in sorted({r["coll"] for r in saved["reduced_check"]}):
+            for size in sorted({r["bytes"] for r in saved["reduced_check"] if r["coll"] == coll}):
+                check += sim(coll, nodes, size, "all", ["--reduce"])
+    saved["reduced_check"] = check
+    saved.setdefault("notes", []).append(
+        f"The {len(redo)} rows that were reduced or skipped, and the reduction check, replayed again after a change "
+        f"to strata-sim's reduction (`sim_scaling.py --replay-reduced`, {time.strftime('%Y-%m-%d')}, "
+        f"{(time.time() - started) / 60:.0f} minutes); the other rows, scenarios and FSDP step as they were.")
+    json.dump(saved, open(args.out, "w"), indent=0)
+
+
+def replay_algorithms(args):
+    """Replays the --algos of --colls at --nodes x --sizes with the saved run's rails and merges the rows into
+    --out (the reduction check too, at its node count); other rows, scenarios and the FSDP step stay."""
+    saved = json.load(open(args.out))
+    argv = saved.get("argv", "").split()
+    rails = argv[argv.index("--rails") + 1] if "--rails" in argv else "1"
+    started = time.time()
+    algos = args.algos.split(",")
+    check_nodes = sorted({r["nodes"] for r in saved["reduced_check"]})
+    for key, node_list, extra in (("rows", args.nodes.split(","), []),
+                                  ("reduced_check", [str(n) for n in check_nodes], ["--reduce"])):
+        for nodes in node_list:
+            for coll in args.colls.split(","):
+                for size in args.sizes.split(","):
+                    for algo in algos:
+                        t0 = time.time()
+                        out = subprocess.run([SIM, coll, "--nodes", nodes, "--per-node", str(saved["per_node"]),
+                                              "-d", "uint8", "-b", size, "-e", size, "--algo", algo, "--rails", rails,
+                                              "--max-messages", args.max_messages, "--json", *extra],
+                                             capture_output=True, text=True)
+                        if out.returncode != 0:  # not an algorithm of this collective
+                            continue
+                        fresh = json.loads(out.stdout)
+                        cells = {(r["coll"], r["nodes"], r["bytes"], r["algorithm"]) for r in fresh}
+                        saved[key] = [r for r in saved[key]
+                                      if (r["coll"], r["nodes"], r["bytes"], r["algorithm"]) not in cells] + fresh
+                        print(f"{key}: {coll} {nodes} {size} {algo}: {time.time() - t0:.0f} s", flush=True)
+                        json.dump(saved, open(args.out, "w"), indent=0)
+    saved.setdefault("notes", []).append(
+        f"Rows of {', '.join(algos)} ({', '.join(args.colls.split(','))}) replayed and added "
+        f"(`sim_scaling.py --algos {args.algos} --colls {args.colls}`, {time.strftime('%Y-%m-%d')}, "
+        f"{(time.time() - started) / 60:.0f} minutes); the other rows, scenarios and FSDP step as they were.")
+    json.dump(saved, open(args.out, "w"), indent=0)
 
 
 def model_row(coll, nodes, per_node, rails, size):

@@ -111,6 +111,10 @@ CellResult simulateCalls(const std::vector<Call>& calls, const std::string& forc
   in.hosts = buildPlatform(so.platform);
   RouteLatency latency = takeLatenciesOut(in.hosts);
   in.latencyS = latency;
+  in.gapS = topo.inter.gapUs * 1e-6;
+  in.nodeOf.resize(size_t(topo.nranks()));
+  for (int r = 0; r < topo.nranks(); ++r) in.nodeOf[size_t(r)] = topo.nodeOf(r);
+  in.injectorFree.assign(size_t(topo.nnodes()), 0);
   Config cfg;
   cfg.algo = forced;
   cfg.chunkBytes = mo.chunk;
@@ -596,10 +600,12 @@ int main(int argc, char** argv) {
         if (mo.json) {
           std::printf("%s  {\"coll\": \"%s\", \"nodes\": %d, \"per_node\": %d, \"platform\": \"%s\", \"bytes\": %zu, "
                       "\"count\": %zu, \"algorithm\": \"%s\", \"chosen\": %s, \"sim_us\": %.3f, \"model_us\": %.3f, "
-                      "\"busbw\": %.4f, \"messages\": %llu, \"wall_s\": %.3f, \"skipped\": \"%s\", \"reduced\": \"%s\"}",
+                      "\"busbw\": %.4f, \"messages\": %llu, \"wall_s\": %.3f, \"skipped\": \"%s\", \"reduced\": \"%s\", "
+                      "\"offered\": %s}",
                       firstJson ? "" : ",\n", mo.coll.c_str(), nodes, mo.perNode, so.platform.kind.c_str(), bytes,
                       count, p.algorithm.c_str(), isChoice ? "true" : "false", r.us, p.us, bus,
-                      static_cast<unsigned long long>(r.messages), r.wallS, r.skipped, reduced.c_str());
+                      static_cast<unsigned long long>(r.messages), r.wallS, r.skipped, reduced.c_str(),
+                      p.automatic ? "true" : "false");
           firstJson = false;
         } else if (r.skipped[0]) {
           std::printf("%14zu %12zu %-7s %-20s %12s %10s %10s %12.1f   (%s)\n", bytes, count, dtypeName(so.dtype), 

@@ -41,7 +41,8 @@ const Algorithm kAlgorithms[] = {
     // of up to 7 flows at once took up to 1.23x the others' time at 1-16 MiB
     // where the model put them level (a shaped link's flows do not split it
     // evenly), and the link probe cannot price a step's extra messages with
-    // one rank per node (docs/ARCHITECTURE.md, radix emitters).
+    // one rank per node; its predicted gain at scale is gone at 0.88 us per
+    // message (docs/ARCHITECTURE.md, radix emitters).
     {Coll::kReduceScatter, "hier_radix", buildHierRadixReduceScatter, true, false},
     {Coll::kAllGather, "ring", buildRingAllGather, false},
     {Coll::kAllGather, "recursive_doubling", buildRecursiveDoublingAllGather, false},

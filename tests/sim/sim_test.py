@@ -3,7 +3,7 @@
 
 - Times a hand can work out (no cost model involved): a pipelined chain, a
   full-duplex exchange, a slow NIC, a late root, a tapered fat-tree, a node's
-  network in rails.
+  network in rails, a per-message cost.
 - Every algorithm the selector offers, for every collective, replays to the
   end (no stalled rank) on odd layouts: one node of 3, 5 nodes of 1, 3 nodes
   of 2, 2 nodes of 3; odd counts.
@@ -104,6 +104,15 @@ tapered = one("alltoall", "--nodes", "64", "--per-node", "1", "-b", "64M", "-e",
               "--taper", "2")
 ratio = tapered["sim_us"] / full["sim_us"]
 check(1.2 < ratio < 2.0, f"all-to-all on 64 nodes, fat-tree tapered 2:1 vs full bisection: {ratio:.2f}x (between 1.2 and 2)")
+
+# A per-message cost (--inter A,G,GAP): the flat radix all-gather on 8 x 1 is
+# one step of 7 messages of 8 B from each node, injected GAP apart: 15 us + 6 x 2 us.
+for gap, want in ((0, ALPHA), (2, ALPHA + 6 * 2)):
+    rx = one("all_gather", "--nodes", "8", "--per-node", "1", "--inter", f"{ALPHA},{GBPS},{gap}", "-d", "uint8",
+             "-b", "64", "-e", "64", "--algo", "hier_radix")
+    check(near(rx["sim_us"], want, 0.01) and near(rx["model_us"], want, 0.01),
+          f"radix all-gather of 64 B on 8 x 1 with a {gap} us gap: sim {rx['sim_us']:.1f} us, model "
+          f"{rx['model_us']:.1f} us, by hand {want:.1f} us")
 
 # 2. Every algorithm of every collective replays on odd layouts.
 for coll in ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "alltoall"]:
