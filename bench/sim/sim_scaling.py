@@ -129,38 +129,43 @@ def main():
     json.dump(result, open(args.out, "w"), indent=0)
 
 
-def replay_reduced(args):
-    """Replays again the saved rows that were reduced or skipped (each alone, --algo NAME) and the reduction
-    check, with the saved run's rails; every other row, scenario and FSDP step stays as it was."""
-    saved = json.load(open(args.out))
+def saved_run_sim(saved, args):
+    """strata-sim for one cell of a saved run (its ranks per node, rails and uint8 counts): the rows it prints,
+    or None where it refuses the algorithm (not one of that collective's)."""
     argv = saved.get("argv", "").split()
     rails = argv[argv.index("--rails") + 1] if "--rails" in argv else "1"
-    started = time.time()
 
     def sim(coll, nodes, size, algo, extra=()):
         out = subprocess.run([SIM, coll, "--nodes", str(nodes), "--per-node", str(saved["per_node"]), "-d", "uint8",
                               "-b", str(size), "-e", str(size), "--algo", algo, "--rails", rails, "--max-messages",
                               args.max_messages, "--json", *extra], capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit(f"strata-sim failed: {out.stderr}")
-        return json.loads(out.stdout)
+        return json.loads(out.stdout) if out.returncode == 0 else None
+    return sim
 
+
+def replay_reduced(args):
+    """Replays again the saved rows that were reduced or skipped (each alone, --algo NAME) and the reduction
+    check, with the saved run's rails; every other row, scenario and FSDP step stays as it was."""
+    saved = json.load(open(args.out))
+    sim = saved_run_sim(saved, args)
+    started = time.time()
     redo = [i for i, r in enumerate(saved["rows"]) if r["reduced"] or r["skipped"]]
     for n, i in enumerate(redo):
         r = saved["rows"][i]
         t0 = time.time()
-        fresh = sim(r["coll"], r["nodes"], r["bytes"], r["algorithm"])[0]
-        fresh["chosen"] = r["chosen"]  # the choice is the selector's, unchanged by a replay
-        saved["rows"][i] = fresh
+        fresh = sim(r["coll"], r["nodes"], r["bytes"], r["algorithm"])
+        if fresh is None:
+            sys.exit(f"strata-sim refused {r['coll']} {r['algorithm']}")
+        fresh[0]["chosen"] = r["chosen"]  # the choice is the selector's, unchanged by a replay
+        saved["rows"][i] = fresh[0]
         print(f"{n + 1}/{len(redo)} {r['coll']} {r['nodes']} {r['bytes']} {r['algorithm']}: {r['sim_us']:.1f} -> "
-              f"{fresh['sim_us']:.1f} us ({time.time() - t0:.0f} s)", flush=True)
+              f"{fresh[0]['sim_us']:.1f} us ({time.time() - t0:.0f} s)", flush=True)
         json.dump(saved, open(args.out, "w"), indent=0)
-    check_nodes = sorted({r["nodes"] for r in saved["reduced_check"]})
     check = []
-    for nodes in check_nodes:
+    for nodes in sorted({r["nodes"] for r in saved["reduced_check"]}):
         for coll in sorted({r["coll"] for r in saved["reduced_check"]}):
             for size in sorted({r["bytes"] for r in saved["reduced_check"] if r["coll"] == coll}):
-                check += sim(coll, nodes, size, "all", ["--reduce"])
+                check += sim(coll, nodes, size, "all", ["--reduce"]) or []
     saved["reduced_check"] = check
     saved.setdefault("notes", []).append(
         f"The {len(redo)} rows that were reduced or skipped, and the reduction check, replayed again after a change "
@@ -173,25 +178,19 @@ def replay_algorithms(args):
     """Replays the --algos of --colls at --nodes x --sizes with the saved run's rails and merges the rows into
     --out (the reduction check too, at its node count); other rows, scenarios and the FSDP step stay."""
     saved = json.load(open(args.out))
-    argv = saved.get("argv", "").split()
-    rails = argv[argv.index("--rails") + 1] if "--rails" in argv else "1"
+    sim = saved_run_sim(saved, args)
     started = time.time()
     algos = args.algos.split(",")
-    check_nodes = sorted({r["nodes"] for r in saved["reduced_check"]})
-    for key, node_list, extra in (("rows", args.nodes.split(","), []),
-                                  ("reduced_check", [str(n) for n in check_nodes], ["--reduce"])):
+    check_nodes = [str(n) for n in sorted({r["nodes"] for r in saved["reduced_check"]})]
+    for key, node_list, extra in (("rows", args.nodes.split(","), []), ("reduced_check", check_nodes, ["--reduce"])):
         for nodes in node_list:
             for coll in args.colls.split(","):
                 for size in args.sizes.split(","):
                     for algo in algos:
                         t0 = time.time()
-                        out = subprocess.run([SIM, coll, "--nodes", nodes, "--per-node", str(saved["per_node"]),
-                                              "-d", "uint8", "-b", size, "-e", size, "--algo", algo, "--rails", rails,
-                                              "--max-messages", args.max_messages, "--json", *extra],
-                                             capture_output=True, text=True)
-                        if out.returncode != 0:  # not an algorithm of this collective
+                        fresh = sim(coll, nodes, size, algo, extra)
+                        if fresh is None:  # not an algorithm of this collective
                             continue
-                        fresh = json.loads(out.stdout)
                         cells = {(r["coll"], r["nodes"], r["bytes"], r["algorithm"]) for r in fresh}
                         saved[key] = [r for r in saved[key]
                                       if (r["coll"], r["nodes"], r["bytes"], r["algorithm"]) not in cells] + fresh
