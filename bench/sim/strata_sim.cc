@@ -169,12 +169,10 @@ CellResult onLargeStack(const std::function<CellResult()>& work) {
   pthread_t thread;
   const int rc = pthread_create(&thread, &attr, run, &job);
   pthread_attr_destroy(&attr);
-  if (rc != 0) {
-    std::snprintf(job.result.skipped, sizeof job.result.skipped, "no thread for the simulation: %s",
-                  std::strerror(rc));
-    return job.result;
-  }
-  pthread_join(thread, nullptr);
+  if (rc != 0)  // no room for that stack (overcommit refused): the main thread's, as before
+    run(&job);
+  else
+    pthread_join(thread, nullptr);
   return job.result;
 }
 
