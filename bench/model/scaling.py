@@ -21,16 +21,21 @@ import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MODEL = os.path.join(ROOT, "build", "bench", "strata-model")
+SIM = os.path.join(ROOT, "build", "bench", "strata-sim")
 COLLS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "alltoall"]
 RADIX_MAX = 8  # algo/radix_blocks.h: kMaxRadix
 
 
-def predict(coll, args, extra=()):
-    out = subprocess.run([MODEL, "--coll", coll, "--nodes", args.nodes, "--per-node", str(args.per_node),
-                          "--intra", args.intra, "--inter", args.inter, "--rails", str(args.rails),
-                          "--memory", args.memory, "-b", "64K", "-e", "4G", "-f", "4", "--json",
-                          *extra], capture_output=True, text=True, check=True)
+def run_json(tool, *argv):
+    """The rows of one strata-model or strata-sim run (--json)."""
+    out = subprocess.run([tool, *argv, "--json"], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
+
+
+def predict(coll, args, extra=()):
+    return run_json(MODEL, "--coll", coll, "--nodes", args.nodes, "--per-node", str(args.per_node),
+                    "--intra", args.intra, "--inter", args.inter, "--rails", str(args.rails),
+                    "--memory", args.memory, "-b", "64K", "-e", "4G", "-f", "4", *extra)
 
 
 def fmt_size(b):
@@ -179,8 +184,7 @@ def rails_replay_summary():
     """The 4-rail replay (docs/benchmarks/sim-scaling-rails4.json) against the model, in one sentence, and the
     flat pairwise all-to-all's replay over its model on 1, 2, 4 and 8 rails (strata-sim, 16 MiB on 8 x 8)."""
     path = os.path.join(ROOT, "docs", "benchmarks", "sim-scaling-rails4.json")
-    sim = os.path.join(ROOT, "build", "bench", "strata-sim")
-    if not os.path.exists(path) or not os.path.exists(sim):
+    if not os.path.exists(path) or not os.path.exists(SIM):
         return "The tables here are the one-link replay."
     rows = [r for r in json.load(open(path))["rows"] if not r["skipped"] and r["bytes"] >= 1 << 20]
     off = [r for r in rows if abs(r["sim_us"] / r["model_us"] - 1) > 0.25]
@@ -191,10 +195,8 @@ def rails_replay_summary():
     offs = "; ".join(f"{c} {a} {span(v)}" for (c, a), v in sorted(by.items()))
     ratios = []
     for rails in (1, 2, 4, 8):
-        out = subprocess.run([sim, "alltoall", "--nodes", "8", "--per-node", "8", "--rails", str(rails), "-d",
-                              "uint8", "-b", "16M", "-e", "16M", "--algo", "pairwise", "--json"],
-                             capture_output=True, text=True, check=True)
-        r = json.loads(out.stdout)[0]
+        r = run_json(SIM, "alltoall", "--nodes", "8", "--per-node", "8", "--rails", str(rails), "-d", "uint8",
+                     "-b", "16M", "-e", "16M", "--algo", "pairwise")[0]
         ratios.append(f"{r['sim_us'] / r['model_us']:.2f}")
     return (f"The tables here are the one-link replay. Replayed on 4 rails with the model on the same rails, "
             f"{len(rows) - len(off)} of {len(rows)} cells from 1 MiB agree within 25%"
@@ -287,11 +289,9 @@ def radix_break_even_gap(args, nodes, size="64K"):
     alpha, gbps = args.inter.split(",")[:2]
 
     def faster(gap):
-        out = subprocess.run([MODEL, "all_gather", "--nodes", str(nodes), "--per-node", str(args.per_node),
-                              "--intra", args.intra, "--inter", f"{alpha},{gbps},{gap}", "--rails", str(args.rails),
-                              "--memory", args.memory, "-b", size, "-e", size, "--json"],
-                             capture_output=True, text=True, check=True)
-        cands = json.loads(out.stdout)[0]["candidates"]
+        cands = run_json(MODEL, "all_gather", "--nodes", str(nodes), "--per-node", str(args.per_node), "--intra",
+                         args.intra, "--inter", f"{alpha},{gbps},{gap}", "--rails", str(args.rails), "--memory",
+                         args.memory, "-b", size, "-e", size)[0]["candidates"]
         return cands["hier_radix"] < cands["hier_halving"]
 
     lo, hi = 0.0, 10.0
@@ -321,17 +321,14 @@ def forced_only_why(args):
 
 def radix_with_gap_replayed(args, gap):
     """strata-sim's 64 KiB all-gather on 64 nodes with a per-message cost: hier_radix against hier_halving."""
-    sim = os.path.join(ROOT, "build", "bench", "strata-sim")
-    if not os.path.exists(sim):
+    if not os.path.exists(SIM):
         return ""
     alpha, gbps = args.inter.split(",")[:2]
     us = {}
     for algo in ("hier_radix", "hier_halving"):
-        out = subprocess.run([sim, "all_gather", "--nodes", "64", "--per-node", str(args.per_node), "--intra",
-                              args.intra, "--inter", f"{alpha},{gbps},{gap}", "--rails", str(args.rails),
-                              "--memory", args.memory, "-d", "uint8", "-b", "64K", "-e", "64K", "--algo", algo,
-                              "--json"], capture_output=True, text=True, check=True)
-        r = json.loads(out.stdout)[0]
+        r = run_json(SIM, "all_gather", "--nodes", "64", "--per-node", str(args.per_node), "--intra", args.intra,
+                     "--inter", f"{alpha},{gbps},{gap}", "--rails", str(args.rails), "--memory", args.memory,
+                     "-d", "uint8", "-b", "64K", "-e", "64K", "--algo", algo)[0]
         us[algo] = (r["sim_us"], r["model_us"])
     (rs, rm), (hs, hm) = us["hier_radix"], us["hier_halving"]
     return (f"replayed with a {gap} µs gap (`strata-sim --inter {alpha},{gbps},{gap}`, 64 x {args.per_node}), it "
