@@ -71,13 +71,18 @@ int main(int argc, char** argv) {
           best = pick.algorithm;
           bestUs = pick.us;
         }
-        for (const Prediction& p : all)
-          cands += format(o.json ? "%s\"%s\": %.3f" : "%s%s %.1f", cands.empty() ? "" : ", ", p.algorithm.c_str(), p.us);
+        std::string forcedOnly;  // predicted, but run only when forced (Prediction::automatic false)
+        for (const Prediction& p : all) {
+          cands += format(o.json ? "%s\"%s\": %.3f" : "%s%s %.1f", cands.empty() ? "" : ", ", p.algorithm.c_str(),
+                          p.us);
+          if (!p.automatic) forcedOnly += format("%s\"%s\"", forcedOnly.empty() ? "" : ", ", p.algorithm.c_str());
+        }
         double bus = busBandwidth(coll, bytes, t.nranks(), bestUs);
         if (o.json) {
           std::printf("%s  {\"nodes\": %d, \"per_node\": %d, \"bytes\": %zu, \"chosen\": \"%s\", \"us\": %.3f, "
-                      "\"busbw\": %.4f, \"candidates\": {%s}}",
-                      first ? "" : ",\n", t.nnodes(), t.maxLocal(), bytes, best.c_str(), bestUs, bus, cands.c_str());
+                      "\"busbw\": %.4f, \"candidates\": {%s}, \"forced_only\": [%s]}",
+                      first ? "" : ",\n", t.nnodes(), t.maxLocal(), bytes, best.c_str(), bestUs, bus, cands.c_str(),
+                      forcedOnly.c_str());
           first = false;
         } else {
           std::printf("%14zu %-20s %14.1f %12.3f   %s\n", bytes, best.c_str(), bestUs, bus, cands.c_str());

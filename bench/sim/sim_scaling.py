@@ -56,8 +56,9 @@ def main():
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks", "sim-scaling.json"))
     p.add_argument("--keep-from", help="a previous run's JSON whose rows of the collectives not in --colls are kept "
                    "(to replay only the collectives whose plans changed); scenarios and the FSDP step are re-run")
-    p.add_argument("--refresh-model", action="store_true", help="recompute the model column and the choice of --out's "
-                   "rows (no replay); replay the scenarios and FSDP layers whose choice changed")
+    p.add_argument("--refresh-model", action="store_true", help="recompute the model column, the choice and the "
+                   "offered algorithms of --out's rows (no replay); replay the scenarios and FSDP layers whose "
+                   "choice changed")
     p.add_argument("--algos", help="replay only these algorithms (comma-separated) of --colls at every scale and "
                    "size, and merge their rows into --out, replacing the same cells (an algorithm added or changed)")
     p.add_argument("--replay-reduced", action="store_true", help="after a change to strata-sim's reduction alone: "
@@ -204,11 +205,11 @@ def replay_algorithms(args):
 
 
 def model_row(coll, nodes, per_node, rails, size):
-    """strata-model's candidates and choice for one cell, with the defaults strata-sim uses."""
+    """strata-model's candidates, choice and forced-only algorithms for one cell, with the defaults strata-sim uses."""
     out = subprocess.run([MODEL, coll, "--nodes", str(nodes), "--per-node", str(per_node), "--rails", str(rails),
                           "-b", str(size), "-e", str(size), "--json"], capture_output=True, text=True, check=True)
     row = json.loads(out.stdout)[0]
-    return row["candidates"], row["chosen"]
+    return row["candidates"], row["chosen"], row.get("forced_only", [])
 
 
 def refresh_model(args):
@@ -224,7 +225,7 @@ def refresh_model(args):
 
     for key in ("rows", "reduced_check"):
         for r in saved[key]:
-            cands, choice = model(r["coll"], r["nodes"], r["bytes"])
+            cands, choice, forced_only = model(r["coll"], r["nodes"], r["bytes"])
             if r["algorithm"] not in cands:
                 continue
             cell = f"{r['coll']} {r['nodes']} x {r['per_node']} {r['bytes'] >> 20 or r['bytes']}" + \
@@ -234,10 +235,11 @@ def refresh_model(args):
             now[cell] = choice
             r["model_us"] = cands[r["algorithm"]]
             r["chosen"] = r["algorithm"] == choice
+            r["offered"] = r["algorithm"] not in forced_only
     changed = [f"{cell}: {was[cell]} -> {now[cell]}" for cell in was if was[cell] != now[cell]]
     stale = []
     for r in saved["scenarios"]:
-        cands, choice = model(r["coll"], r["nodes"], r["bytes"])
+        cands, choice, _ = model(r["coll"], r["nodes"], r["bytes"])
         if choice != r["algorithm"]:
             stale.append((r["coll"], r["bytes"], r["scenario"]))
         r["model_us"] = cands.get(r["algorithm"], r["model_us"])
@@ -267,7 +269,8 @@ def refresh_model(args):
         fresh = {str(step["nodes"]): step for step in json.loads(out.stdout)}
         saved["fsdp"] = [fresh.get(str(step["nodes"]), step) for step in saved["fsdp"]]
     notes = saved.setdefault("notes", [])
-    notes.append(f"Model column and selector's choice recomputed with strata-model after a cost-model change "
+    notes.append(f"Model column, selector's choice and the algorithms offered to it recomputed with strata-model "
+                 f"after a cost-model or selector change "
                  f"(`sim_scaling.py --refresh-model`, {time.strftime('%Y-%m-%d')}); replays unchanged"
                  + (f"; choices changed: {'; '.join(changed)}" if changed else "; no choice changed")
                  + (f"; scenarios re-run: {len(stale)}" if stale else "")
