@@ -336,8 +336,11 @@ def forced_only_why(args):
             f"per-message cost on a node's link of {level}, the model puts a 64 KiB hier_radix all-gather level "
             f"with hier_halving's; {radix_with_gap_replayed(args, 0.5)} On the 8-namespace-node clusters, where the "
             "link probe cannot tell that cost from latency with one rank per node, hier_radix measured "
-            f"{measured} the best other algorithm's time at 64 B-16 KiB (docs/benchmarks/scale.md). It is offered "
-            "once the probe measures the per-message cost (docs/ARCHITECTURE.md).")
+            f"{measured} the best other algorithm's time at 64 B-16 KiB (docs/benchmarks/scale.md). A probe that "
+            "fitted that cost too (with a radix all-gather among its shapes) did not make it safe to offer: the "
+            "fitted cost moved 0-83 µs from launch to launch, and on 8 ranks sharing 2 cores a partner costs a "
+            "rank's CPU more than any cost on the node's link (docs/benchmarks/scale-radix-offered.md, "
+            "docs/ARCHITECTURE.md); offering it needs that measured on NICs.")
 
 
 def radix_with_gap_replayed(args, gap):
