@@ -29,9 +29,10 @@ void BM_Memcpy(benchmark::State& state) {
 }
 BENCHMARK(BM_Memcpy)->UseRealTime();
 // Two cores copying at once, each its own buffers, as the two ranks of a
-// local collective do: bytes_per_second is both threads' together, which on a
-// memory system the cores share is less than twice one core's (on the CI VM
-// about the same as one core's: bench/compare.py's single-copy bound).
+// local collective do: bytes_per_second is both threads' together, less than
+// twice one core's where the cores share the memory system (on the CI VM
+// anywhere from one core's rate to twice it, from one run to the next:
+// bench/compare.py's single-copy bound takes the median of several).
 BENCHMARK(BM_Memcpy)->Threads(2)->UseRealTime();
 
 // Values like gradients: normal floats near 1, small integers.
