@@ -436,25 +436,26 @@ def single_copy_bound(results, libs, limits, n):
     memcpy = limits.get("memcpy, one core (bytes read + written)")
     if not memcpy:
         return []
-    bound = memcpy * (n - 1) / (2 * n)
+
+    def bound_of(m):  # busbw <= M (n-1) / (2n)
+        return m * (n - 1) / (2 * n)
+
+    bound = bound_of(memcpy)
+    # Each library's 64 MiB all-gather busbw (median over the repetitions).
+    measured = [(lib, med(d["bus"])) for lib in libs
+                for d in [results.get((lib, "all_gather"), {}).get(67108864)] if d and d["bus"]]
     out = ["", f"All-gather single-copy bound: every rank's core copies each output byte once (its own "
            f"block and the others'), S bytes read and written at one core's memcpy rate M: t ≥ 2S/M, "
            f"busbw ≤ M(n−1)/(2n) = {bound:.2f} GB/s here (n = {n}). At 64 MiB:", ""]
-    for lib in libs:
-        d = results.get((lib, "all_gather"), {}).get(67108864)
-        if d and d["bus"]:
-            out.append(f"- {lib}: {med(d['bus']):.2f} GB/s = {med(d['bus']) / bound:.0%} of the bound")
+    out += [f"- {lib}: {bus:.2f} GB/s = {bus / bound:.0%} of the bound" for lib, bus in measured]
     both = limits.get(TWO_CORE_MEMCPY)
     if both and n == 2:
-        shared = both / n * (n - 1) / (2 * n)
+        shared = bound_of(both / n)
         out += ["", f"That bound takes each core to copy at its own memcpy rate while the other copies too. Measured "
                 f"with both cores copying at once, they move {both:.2f} GB/s together ({both / memcpy:.2f}x one "
                 f"core's rate): M = {both / n:.2f} GB/s each, and the same formula gives busbw ≤ {shared:.2f} GB/s. "
                 f"At 64 MiB:", ""]
-        for lib in libs:
-            d = results.get((lib, "all_gather"), {}).get(67108864)
-            if d and d["bus"]:
-                out.append(f"- {lib}: {med(d['bus']) / shared:.0%} of it")
+        out += [f"- {lib}: {bus / shared:.0%} of it" for lib, bus in measured]
     return out
 
 
