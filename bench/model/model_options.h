@@ -13,14 +13,22 @@
 
 namespace strata {
 
+// A link the tools' flags describe: its numbers are given, and a gap left
+// out is none (LinkParams::gapKnown, as STRATA_INTER_LINK's).
+inline LinkParams givenLink(double alphaUs, double gbps) {
+  LinkParams l{alphaUs, gbps, "configured"};
+  l.gapKnown = true;
+  return l;
+}
+
 struct ModelOptions {
   std::string coll = "all_reduce";
   std::vector<int> nodes{8, 64, 512, 4096};
   int perNode = 8;
-  LinkParams intra{2.0, 450.0, "configured"};  // NVLink-class
+  LinkParams intra = givenLink(2.0, 450.0);  // NVLink-class
   // A node's network: 4 x 100 Gbit/s; --rails sets inter.rails (1: one
   // transfer can use all of it).
-  LinkParams inter{15.0, 50.0, "configured"};
+  LinkParams inter = givenLink(15.0, 50.0);
   double memoryGbps = 2000.0;                   // HBM-class
   size_t minBytes = 8, maxBytes = size_t(1) << 30, factor = 4, chunk = 524288;
   std::string topoFile;

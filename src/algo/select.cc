@@ -22,10 +22,23 @@ struct Algorithm {
   const char* name;
   Builder build;
   bool hierarchical;  // needs CollArgs::topo
-  // Offered to the cost model's choice; otherwise run only when forced
-  // (STRATA_ALGO), and predicted (strata-model, strata-sim) but not chosen.
-  bool automatic = true;
+  // Where the cost model's choice may pick it (nullptr: everywhere);
+  // elsewhere it runs only when forced (STRATA_ALGO), and is predicted
+  // (strata-model, strata-sim) but not chosen.
+  bool (*offeredOn)(const Topology&) = nullptr;
 };
+
+// hier_radix sends to k-1 partners a step where hier_halving sends to one;
+// the model prices each extra message at the network's gap. That is right
+// only where the gap was measured or configured (the link probe cannot fit it
+// with one rank per node) and where ranks have CPUs of their own: on the
+// 8-namespace-node clusters (8 ranks on 2 cores) a fitted gap moved 0-83 us
+// from launch to launch and each extra partner cost the rank's CPU more, so
+// that offered there it ran 1.3-2x the best at 64 B-4 KiB
+// (docs/benchmarks/scale-radix-offered.md; forced, its many flows at once
+// also split a tbf-shaped link unevenly: up to 1.23x at 1-16 MiB). In simulation at 8-4096 nodes
+// it is 2-2.5x faster than hier_halving at 64 KiB-1 MiB (docs/scaling.md).
+bool multiPartnerStepsPriced(const Topology& t) { return t.inter.gapKnown && !t.coresShared; }
 
 const Algorithm kAlgorithms[] = {
     {Coll::kAllReduce, "recursive_doubling", buildRecursiveDoublingAllReduce, false},
@@ -37,18 +50,12 @@ const Algorithm kAlgorithms[] = {
     {Coll::kReduceScatter, "recursive_halving", buildRecursiveHalvingReduceScatter, false},
     {Coll::kReduceScatter, "hier_ring", buildHierRingReduceScatter, true},
     {Coll::kReduceScatter, "hier_halving", buildHierHalvingReduceScatter, true},
-    // hier_radix is forced only: on the 8-namespace-node clusters its steps
-    // of up to 7 flows at once took up to 1.23x the others' time at 1-16 MiB
-    // where the model put them level (a shaped link's flows do not split it
-    // evenly), and the link probe cannot price a step's extra messages with
-    // one rank per node; its predicted gain at scale is gone at 0.88 us per
-    // message (docs/ARCHITECTURE.md, radix emitters).
-    {Coll::kReduceScatter, "hier_radix", buildHierRadixReduceScatter, true, false},
+    {Coll::kReduceScatter, "hier_radix", buildHierRadixReduceScatter, true, multiPartnerStepsPriced},
     {Coll::kAllGather, "ring", buildRingAllGather, false},
     {Coll::kAllGather, "recursive_doubling", buildRecursiveDoublingAllGather, false},
     {Coll::kAllGather, "hier_ring", buildHierRingAllGather, true},
     {Coll::kAllGather, "hier_halving", buildHierHalvingAllGather, true},
-    {Coll::kAllGather, "hier_radix", buildHierRadixAllGather, true, false},
+    {Coll::kAllGather, "hier_radix", buildHierRadixAllGather, true, multiPartnerStepsPriced},
     {Coll::kBroadcast, "tree", buildTreeBroadcast, false},
     {Coll::kBroadcast, "chain", buildChainBroadcast, false},
     {Coll::kBroadcast, "hier_chain", buildHierChainBroadcast, true},
@@ -127,7 +134,8 @@ std::vector<Prediction> predictAll(Coll coll, size_t bytes, const Topology& topo
   for (const Algorithm& alg : kAlgorithms) {
     if (alg.coll != coll) continue;
     const CostPrediction p = predictWithLockstepUs(alg.name, coll, bytes, topo, chunkBytes, root);
-    if (p.us >= 0) out.push_back({alg.name, p.us, alg.hierarchical, alg.automatic, p.lockstepUs});
+    if (p.us >= 0)
+      out.push_back({alg.name, p.us, alg.hierarchical, !alg.offeredOn || alg.offeredOn(topo), p.lockstepUs});
   }
   return out;
 }

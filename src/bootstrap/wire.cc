@@ -139,7 +139,8 @@ bool decodeHello(const uint8_t in[kHelloBytes], const Secret& expected, Hello* o
   return true;
 }
 
-// Layout: ip(4, network order) port(2) pad(2) hostHash(8) pid(4) reserved(4).
+// Layout: ip(4, network order) port(2) recoveryPort(2) hostHash(8) pid(4) numa(4) kernel(4) cpuSet(4)
+// cpus(2) zero padding.
 void encodeRankInfo(const RankInfo& r, uint8_t out[kRankInfoBytes]) {
   std::memset(out, 0, kRankInfoBytes);
   std::memcpy(out, &r.addr.ip, 4);
@@ -148,6 +149,9 @@ void encodeRankInfo(const RankInfo& r, uint8_t out[kRankInfoBytes]) {
   put64(out + 8, r.hostHash);
   put32(out + 16, uint32_t(r.pid));
   put32(out + 20, uint32_t(r.numa));
+  put32(out + 24, r.kernel);
+  put32(out + 28, r.cpuSet);
+  put16(out + 32, r.cpus);
 }
 
 RankInfo decodeRankInfo(const uint8_t in[kRankInfoBytes]) {
@@ -158,6 +162,9 @@ RankInfo decodeRankInfo(const uint8_t in[kRankInfoBytes]) {
   r.hostHash = get64(in + 8);
   r.pid = int32_t(get32(in + 16));
   r.numa = int32_t(get32(in + 20));
+  r.kernel = get32(in + 24);
+  r.cpuSet = get32(in + 28);
+  r.cpus = get16(in + 32);
   return r;
 }
 

@@ -18,7 +18,7 @@
 namespace strata {
 
 constexpr uint32_t kWireMagic = 0x41525453;  // "STRA"
-constexpr uint16_t kProtocolVersion = 3;
+constexpr uint16_t kProtocolVersion = 4;
 
 // The most ranks a communicator may have: bounds what a Hello's nranks can
 // make the bootstrap root allocate.
@@ -62,8 +62,13 @@ struct RankInfo {
   int32_t pid = 0;
   int32_t numa = -1;      // NUMA node of the rank's CPU at init (-1: unknown)
   uint16_t recoveryPort = 0;  // same address: where strataCommShrink's rendezvous may run
+  // Where the rank may run (topo/topology.h, RankCpus): its machine's kernel
+  // (boot id hash, 0: unknown), its CPU affinity set (hash) and CPU count.
+  uint32_t kernel = 0;
+  uint32_t cpuSet = 0;
+  uint16_t cpus = 0;
 };
-constexpr size_t kRankInfoBytes = 24;
+constexpr size_t kRankInfoBytes = 40;
 void encodeRankInfo(const RankInfo& r, uint8_t out[kRankInfoBytes]);
 RankInfo decodeRankInfo(const uint8_t in[kRankInfoBytes]);
 

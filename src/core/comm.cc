@@ -1,5 +1,6 @@
 #include "core/comm.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,6 +34,22 @@ uint64_t detectHostHash(const Config& cfg) {
   return hash64(std::string(host) + "/" + bootId);
 }
 
+// The machine this rank runs on and the CPUs it may use (RankInfo::kernel,
+// cpuSet, cpus): the kernel's boot id is the same in every network namespace
+// and container of one machine, which STRATA_HOSTID and hostnames need not be.
+void detectCpus(RankInfo& mine) {
+  std::string bootId;
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::getline(in, bootId);
+  if (!bootId.empty()) mine.kernel = uint32_t(hash64("kernel:" + bootId)) | 1;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return;
+  std::string bits(reinterpret_cast<const char*>(&set), sizeof set);
+  mine.cpuSet = uint32_t(hash64(bits));
+  mine.cpus = uint16_t(std::min(CPU_COUNT(&set), 65535));
+}
+
 }  // namespace
 
 Comm::Comm(int nranks, int rank, const UniqueIdData& id, Config config)
@@ -54,6 +71,7 @@ Comm::Comm(int nranks, int rank, const UniqueIdData& id, Config config)
   recoveryListener_ = listenOn(bind);
   mine.recoveryPort = localAddr(recoveryListener_.get()).port;
   mine.hostHash = detectHostHash(config_);
+  detectCpus(mine);
   mine.pid = int32_t(getpid());
   mine.numa = currentNumaNode();
   ranks_ = rendezvous(id.root, secret_, nranks_, rank_, mine, deadline);
@@ -90,6 +108,9 @@ void Comm::buildTopology() {
     topo_ = Topology::fromNodeIds(hosts);
     for (int r = 0; r < nranks_; ++r) topo_.setNuma(r, ranks_[size_t(r)].numa);
   }
+  std::vector<RankCpus> cpus;
+  for (const RankInfo& r : ranks_) cpus.push_back(RankCpus{r.kernel, r.cpuSet, r.cpus});
+  topo_.coresShared = ranksOutnumberCpus(cpus);  // a fact of this launch, topology file or not
   topo_.host = detectHostHardware();
   if (topo_.intra.source.empty()) topo_.intra = defaultIntraLink(config_);
   if (!config_.intraLink.empty()) topo_.intra = parseLinkParams(config_.intraLink, "STRATA_INTRA_LINK");

@@ -180,6 +180,7 @@ LinkParams parseLinkParams(const std::string& text, const char* what) {
     fail(strataInvalidArgument,
          "%s='%s' %s with alpha >= 0, GB/s > 0, gap >= 0 and latency_hidden from 0 to 1", what, text.c_str(), usage);
   l.source = "configured";
+  l.gapKnown = true;  // the user's numbers: a gap left out is none
   return l;
 }
 
@@ -238,7 +239,7 @@ LinkParams probeInterNodeLink(Comm& c) {
       allReduceWith(c, shapes[s], &in, &out, 1);
       if (i >= 5) times[s].push_back(probeClockUs() - t0);
     }
-  double fit[2] = {0, 0};  // alpha, gap: rank a's fit, shared below
+  double fit[3] = {0, 0, 0};  // alpha, gap, whether the gap was fitted: rank a's, shared below
   if (c.rank() == a) {
     LatencySensitivity m[2];
     double rhs[2];
@@ -257,15 +258,17 @@ LinkParams probeInterNodeLink(Comm& c) {
     // latency is noise too (a message's injection overhead is part of its
     // latency on any network); taken at face value it made a flat ring, one
     // message per node a step, look 2-3x faster than it ran on 4 x 2 nodes.
-    if (!(alpha > 0 && gap >= 0 && gap <= alpha)) {
+    const bool fitted = alpha > 0 && gap >= 0 && gap <= alpha;
+    if (!fitted) {
       gap = 0;
       alpha = (rhs[0] + rhs[1]) / (m[0].perAlpha + m[1].perAlpha);
     }
     fit[0] = std::max(alpha, 0.1);
     fit[1] = gap;
+    fit[2] = fitted ? 1 : 0;
   }
-  double shared[2] = {0, 0};
-  sumAcrossRanks(c, fit, shared, 2);
+  double shared[3] = {0, 0, 0};
+  sumAcrossRanks(c, fit, shared, 3);
 
   // Bandwidth: a 2 MiB transfer between the first ranks of nodes 0 and 1.
   double gbps[1] = {0}, sharedGbps = 0;
@@ -277,6 +280,7 @@ LinkParams probeInterNodeLink(Comm& c) {
   sumAcrossRanks(c, gbps, &sharedGbps, 1);
   LinkParams l{shared[0], sharedGbps, "measured"};
   l.gapUs = shared[1];
+  l.gapKnown = shared[2] > 0;
   l.latencyHidden = probeLatencyHidden(c, l, a, b);
   return l;
 }

@@ -15,7 +15,7 @@ namespace {
 
 json linkJson(const LinkParams& l) {
   return json{{"alpha_us", l.alphaUs}, {"gbps", l.gbps}, {"gap_us", l.gapUs}, {"rails", l.rails},
-              {"latency_hidden", l.latencyHidden}, {"source", l.source}};
+              {"latency_hidden", l.latencyHidden}, {"gap_known", l.gapKnown}, {"source", l.source}};
 }
 
 LinkParams linkFrom(const json& j, const std::string& origin, const char* name) {
@@ -29,6 +29,14 @@ LinkParams linkFrom(const json& j, const std::string& origin, const char* name) 
     fail(strataInvalidArgument, "%s: links.%s needs alpha_us >= 0 and gbps > 0 (got %g, %g)", origin.c_str(),
          name, l.alphaUs, l.gbps);
   if (j.contains("gap_us") && j["gap_us"].is_number()) l.gapUs = std::max(0.0, j["gap_us"].get<double>());
+  // A gap the file states is known, unless the file says it was not measured
+  // (a dump of a launch whose probe could not fit it).
+  l.gapKnown = j.contains("gap_us") && j["gap_us"].is_number();
+  if (j.contains("gap_known")) {
+    if (!j["gap_known"].is_boolean())
+      fail(strataInvalidArgument, "%s: links.%s.gap_known must be true or false", origin.c_str(), name);
+    l.gapKnown = l.gapKnown && j["gap_known"].get<bool>();
+  }
   if (j.contains("rails")) {
     if (!j["rails"].is_number_integer() || j["rails"].get<long long>() < 1)
       fail(strataInvalidArgument, "%s: links.%s.rails must be a whole number of at least 1", origin.c_str(), name);
@@ -62,6 +70,7 @@ std::string topologyToJson(const Topology& t) {
       {"nodes", t.nnodes()},
       {"ranks", ranks},
       {"links", {{"intra", linkJson(t.intra)}, {"inter", linkJson(t.inter)}, {"memory_gbps", t.memoryGbps}}},
+      {"cores_shared", t.coresShared},
       {"host",
        {{"hostname", h.hostname},
         {"cores", h.cores},
@@ -112,6 +121,11 @@ Topology topologyFromJson(const std::string& text, int nranks, const std::string
         fail(strataInvalidArgument, "%s: links.memory_gbps must be a positive number (GB/s)", origin.c_str());
       t.memoryGbps = m.get<double>();
     }
+  }
+  if (doc.contains("cores_shared")) {
+    if (!doc["cores_shared"].is_boolean())
+      fail(strataInvalidArgument, "%s: \"cores_shared\" must be true or false", origin.c_str());
+    t.coresShared = doc["cores_shared"].get<bool>();
   }
   return t;
 }

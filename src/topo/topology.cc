@@ -25,6 +25,26 @@ Topology Topology::fromNodeIds(const std::vector<long long>& nodeIds) {
   return t;
 }
 
+bool ranksOutnumberCpus(const std::vector<RankCpus>& ranks) {
+  struct Machine {
+    int ranks = 0;
+    std::map<uint32_t, int> cpuSets;  // hash -> CPUs in it
+  };
+  std::map<uint32_t, Machine> machines;
+  for (const RankCpus& r : ranks) {
+    if (r.kernel == 0 || r.cpus <= 0) continue;
+    Machine& m = machines[r.kernel];
+    m.ranks++;
+    m.cpuSets[r.cpuSet] = r.cpus;
+  }
+  for (const auto& [kernel, m] : machines) {
+    int cpus = 0;
+    for (const auto& [set, count] : m.cpuSets) cpus += count;
+    if (m.ranks > cpus) return true;
+  }
+  return false;
+}
+
 Topology Topology::singleNode(int n) {
   return fromNodeIds(std::vector<long long>(size_t(n), 0));
 }
@@ -50,10 +70,11 @@ std::string Topology::summary() const {
   if (shown < nodes_.size()) s += format(" + ... (%zu more)", nodes_.size() - shown);
   s += " ranks per node)\n";
   s += format("  links: intra-node alpha %.2f us, %.2f GB/s (%s); inter-node alpha %.2f us, %.3f GB/s "
-              "per node%s, gap %.2f us, latency hidden %.2f (%s)\n",
+              "per node%s, gap %.2f us, latency hidden %.2f (%s%s)\n",
               intra.alphaUs, intra.gbps, intra.source.c_str(), inter.alphaUs, inter.gbps,
               inter.rails > 1 ? format(" in %d rails", inter.rails).c_str() : "", inter.gapUs, inter.latencyHidden,
-              inter.source.c_str());
+              inter.source.c_str(), inter.gapKnown ? "" : "; gap not measured");
+  if (coresShared) s += "  ranks outnumber the CPUs of their machine: hier_radix not offered\n";
   s += format("  this host %s: %d cores, %d NUMA node%s, %zu GPU%s (%s)", host.hostname.c_str(), host.cores,
               host.numaNodes, host.numaNodes == 1 ? "" : "s", host.gpus.size(),
               host.gpus.size() == 1 ? "" : "s", host.gpuSource.c_str());

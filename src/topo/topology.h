@@ -10,6 +10,7 @@
 // written with STRATA_TOPO_DUMP_FILE (topo_json.cc).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +38,12 @@ struct LinkParams {
   // idle time, so a run of steps costs the longer of its latencies and its
   // bytes rather than their sum. Measured at init (link_probe.cc).
   double latencyHidden = 0;
+  // gapUs is known rather than assumed: measured (the link probe can fit it
+  // only where a node has two ranks or more), configured, or from a topology
+  // file. The built-in defaults and a probe with one rank per node leave it
+  // 0 and unknown; algorithms whose steps send several messages at once
+  // (hier_radix) are then not offered (algo/select.cc).
+  bool gapKnown = false;
   double us(double bytes) const { return alphaUs + bytes / (gbps * 1e3); }
 };
 
@@ -62,6 +69,20 @@ struct HostHardware {
   std::vector<std::pair<int, int>> peerAccessPairs;  // pairs with CUDA peer access
   std::string gpuSource;                             // nvml | none
 };
+
+// Where one rank may run, as ranks tell each other at init: the machine (its
+// kernel's boot id, the same in every network namespace and container on
+// it), the set of CPUs its affinity allows (a hash) and how many.
+struct RankCpus {
+  uint32_t kernel = 0;
+  uint32_t cpuSet = 0;
+  int cpus = 0;
+};
+// Whether some machine runs more ranks than it has CPUs for them. Ranks with
+// the same CPU set share it; different sets are taken as disjoint (ranks
+// bound one per core), so only a count that cannot fit is reported. Ranks
+// with an unknown machine (kernel 0) or CPU count (0) are not counted.
+bool ranksOutnumberCpus(const std::vector<RankCpus>& ranks);
 
 struct RankPlace {
   int node = 0;   // index into Topology::nodes
@@ -96,6 +117,11 @@ class Topology {
   // two inputs and writing one). Single-core class by default.
   double memoryGbps = 20.0;
   HostHardware host;  // the host of the rank that detected it
+  // Some machine runs more ranks than it has CPUs (ranksOutnumberCpus; the
+  // namespace clusters: 8 ranks on 2 cores): a message a rank adds to a step
+  // then costs its CPU time another rank needed, which no link parameter
+  // prices, so algorithms that send several messages a step are not offered.
+  bool coresShared = false;
 
   // A one-screen summary for INFO logs.
   std::string summary() const;

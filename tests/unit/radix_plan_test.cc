@@ -211,27 +211,48 @@ TEST(Radix, FewerLatencyStepsThanLogStepAtScale) {
     }
 }
 
-// hier_radix is run only when forced: predicted beside the others (the model
-// tools show it) but never the selector's pick, even where it is predicted
-// fastest; STRATA_ALGO=hier_radix builds it.
-TEST(Radix, ForcedOnlyPredictedButNotChosen) {
+// hier_radix is offered where its extra messages are priced: the network's
+// gap known (measured, configured, from a file) and every rank with a CPU of
+// its own. Elsewhere it is predicted beside the others (the model tools show
+// it) but never the selector's pick, even where it is predicted fastest, and
+// STRATA_ALGO=hier_radix still builds it.
+TEST(Radix, OfferedOnlyWhereItsMessagesArePriced) {
   Topology t = cluster(4096, 8);
   t.memoryGbps = 2000;
   const size_t bytes = size_t(64) << 10;
-  std::vector<Prediction> all = predictAll(Coll::kAllGather, bytes, t, 4 << 20);
-  const Prediction* radix = nullptr;
-  for (const Prediction& p : all)
-    if (p.algorithm == "hier_radix") radix = &p;
-  ASSERT_NE(radix, nullptr);
-  EXPECT_FALSE(radix->automatic);
-  for (const Prediction& p : all) EXPECT_LE(radix->us, p.us) << p.algorithm;  // the fastest predicted here
-  EXPECT_NE(all[pickFastest(all, true)].algorithm, "hier_radix");
+  auto radixOf = [](const std::vector<Prediction>& all) {
+    for (const Prediction& p : all)
+      if (p.algorithm == "hier_radix") return p;
+    ADD_FAILURE() << "no hier_radix prediction";
+    return Prediction{};
+  };
+  for (bool gapKnown : {false, true})
+    for (bool coresShared : {false, true}) {
+      t.inter.gapKnown = gapKnown;
+      t.coresShared = coresShared;
+      std::vector<Prediction> all = predictAll(Coll::kAllGather, bytes, t, 4 << 20);
+      const Prediction radix = radixOf(all);
+      for (const Prediction& p : all) EXPECT_LE(radix.us, p.us) << p.algorithm;  // the fastest predicted here
+      const bool offered = gapKnown && !coresShared;
+      EXPECT_EQ(radix.automatic, offered) << gapKnown << coresShared;
+      EXPECT_EQ(all[pickFastest(all, true)].algorithm == "hier_radix", offered) << gapKnown << coresShared;
+    }
+  // A gap that makes its k-1 messages a step cost more than the steps saved:
+  // offered, and not picked.
+  t.inter.gapKnown = true;
+  t.coresShared = false;
+  t.inter.gapUs = 5;
+  std::vector<Prediction> costly = predictAll(Coll::kAllGather, bytes, t, 4 << 20);
+  EXPECT_TRUE(radixOf(costly).automatic);
+  EXPECT_NE(costly[pickFastest(costly, true)].algorithm, "hier_radix");
+
   CollArgs a;
   a.coll = Coll::kAllGather;
   a.rank = 0;
   a.nranks = 16;
   a.count = 5;
   Topology small = cluster(8, 2);
+  small.coresShared = true;
   a.topo = &small;
   Config cfg;
   EXPECT_NE(buildCollectivePlan(a, OpDesc{}, cfg).algorithm, "hier_radix");
@@ -240,6 +261,29 @@ TEST(Radix, ForcedOnlyPredictedButNotChosen) {
   // Only forced-only candidates (none offered): the fastest of them.
   std::vector<Prediction> onlyForced = {{"a", 2.0, true, false}, {"b", 1.0, true, false}};
   EXPECT_EQ(onlyForced[pickFastest(onlyForced, true)].algorithm, "b");
+}
+
+// Ranks outnumber CPUs only where a machine's ranks cannot each have one:
+// ranks sharing one CPU set count against it; distinct sets (ranks bound one
+// per core) add up; ranks of other machines, or of unknown ones, do not count.
+TEST(Radix, RanksOutnumberCpus) {
+  auto ranks = [](int n, uint32_t kernel, uint32_t set, int cpus) {
+    return std::vector<RankCpus>(size_t(n), RankCpus{kernel, set, cpus});
+  };
+  EXPECT_TRUE(ranksOutnumberCpus(ranks(8, 7, 3, 2)));    // the namespace clusters: 8 ranks, 2 cores
+  EXPECT_FALSE(ranksOutnumberCpus(ranks(2, 7, 3, 2)));
+  EXPECT_FALSE(ranksOutnumberCpus(ranks(8, 0, 3, 2)));   // machine unknown
+  EXPECT_FALSE(ranksOutnumberCpus(ranks(8, 7, 3, 0)));   // CPUs unknown
+  std::vector<RankCpus> bound;
+  for (uint32_t core = 0; core < 8; ++core) bound.push_back(RankCpus{7, 100 + core, 1});
+  EXPECT_FALSE(ranksOutnumberCpus(bound));              // one core each
+  bound.push_back(RankCpus{7, 100, 1});                 // a ninth rank on core 0
+  EXPECT_TRUE(ranksOutnumberCpus(bound));
+  std::vector<RankCpus> twoMachines = ranks(4, 7, 3, 4);
+  for (const RankCpus& r : ranks(4, 9, 3, 4)) twoMachines.push_back(r);
+  EXPECT_FALSE(ranksOutnumberCpus(twoMachines));        // 4 + 4 ranks on two 4-CPU machines
+  twoMachines.push_back(RankCpus{9, 3, 4});
+  EXPECT_TRUE(ranksOutnumberCpus(twoMachines));
 }
 
 }  // namespace

@@ -46,6 +46,8 @@ TEST(TopologyJson, RoundTripsPlacementAndLinkParameters) {
   t.inter = LinkParams{31, 0.25, "configured"};
   t.inter.rails = 4;
   t.inter.latencyHidden = 0.8;
+  t.inter.gapKnown = true;
+  t.coresShared = true;
   t.host = detectHostHardware();
   Topology back = topologyFromJson(topologyToJson(t), 5, "test");
   ASSERT_EQ(back.nnodes(), 3);
@@ -61,7 +63,18 @@ TEST(TopologyJson, RoundTripsPlacementAndLinkParameters) {
   EXPECT_DOUBLE_EQ(back.inter.latencyHidden, 0.8);
   EXPECT_DOUBLE_EQ(back.intra.latencyHidden, 0);
   EXPECT_EQ(back.inter.source, "file");
+  EXPECT_TRUE(back.inter.gapKnown);
+  EXPECT_FALSE(back.intra.gapKnown);  // dumped as not measured
+  EXPECT_TRUE(back.coresShared);
   EXPECT_NE(topologyToJson(t).find("\"nics\""), std::string::npos);
+  // A gap the file states is known unless the file says otherwise; none stated, none known.
+  auto withInter = [](const std::string& extra) {
+    return R"({"ranks":[{"node":0}],"links":{"inter":{"alpha_us":1,"gbps":1)" + extra + "}}}";
+  };
+  EXPECT_TRUE(topologyFromJson(withInter(R"(,"gap_us":0)"), 1, "t").inter.gapKnown);
+  EXPECT_FALSE(topologyFromJson(withInter(R"(,"gap_us":0,"gap_known":false)"), 1, "t").inter.gapKnown);
+  EXPECT_FALSE(topologyFromJson(withInter(""), 1, "t").inter.gapKnown);
+  EXPECT_FALSE(topologyFromJson(withInter(""), 1, "t").coresShared);
 }
 
 std::string loadError(const std::string& text, int n) {
@@ -90,6 +103,11 @@ TEST(TopologyJson, RejectsBadFilesWithASentence) {
   EXPECT_NE(loadError(R"({"ranks":[{"node":0}],"links":{"inter":{"alpha_us":1,"gbps":1,"latency_hidden":2}}})", 1)
                 .find("links.inter.latency_hidden must be a number from 0 to 1"),
             std::string::npos);
+  EXPECT_NE(loadError(R"({"ranks":[{"node":0}],"links":{"inter":{"alpha_us":1,"gbps":1,"gap_known":1}}})", 1)
+                .find("links.inter.gap_known must be true or false"),
+            std::string::npos);
+  EXPECT_NE(loadError(R"({"ranks":[{"node":0}],"cores_shared":"no"})", 1).find("\"cores_shared\" must be true or false"),
+            std::string::npos);
   Topology ok = topologyFromJson(R"({"ranks":[{"node":3},{"node":3},{"node":1}]})", 3, "t");
   EXPECT_EQ(ok.nnodes(), 2);
   EXPECT_EQ(ok.intra.source, "");  // not in the file: the communicator fills in defaults
@@ -100,6 +118,7 @@ TEST(LinkParams, ParsesAlphaAndBandwidth) {
   EXPECT_DOUBLE_EQ(l.alphaUs, 15);
   EXPECT_DOUBLE_EQ(l.gbps, 12.5);
   EXPECT_DOUBLE_EQ(l.us(12.5e3), 16);
+  EXPECT_TRUE(l.gapKnown);  // configured: a gap left out is none
   LinkParams full = parseLinkParams("15,12.5,2,0.75", "STRATA_INTER_LINK");
   EXPECT_DOUBLE_EQ(full.gapUs, 2);
   EXPECT_DOUBLE_EQ(full.latencyHidden, 0.75);
