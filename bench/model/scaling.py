@@ -126,31 +126,7 @@ def main():
               "that are not powers of two) takes over: it moves the same minimal bytes over each node's link as "
               "the ring, in 2 ceil(log2 N) steps instead of 2(N-1). Below ~1 MiB the leader algorithm (recursive "
               "doubling among node leaders) is fastest.",
-              "- Reduce-scatter and all-gather: hier_halving up to 16 MiB at every scale here, and at every size "
-              "from 512 nodes; where the node count is small and the message large (16 MiB and up on 8 nodes, "
-              "256 MiB on 64) the flat ring wins and the model picks it: its one transfer across each node boundary "
-              "gets the node's whole link here (one 50 GB/s link per node), its N-1 steps cost nothing at those "
-              "sizes, and it has no stage inside the nodes. A column (the blocks "
-              "of one local index on every node) moves inside a node as one strided block, so that stage takes "
-              "L-1 steps at any node count, and across nodes each column runs a log-step reduce-scatter / "
-              "all-gather, ceil(log2 N) steps with the minimal bytes. That is what takes a 64 KiB all-gather on "
-              "4096 x 8 ranks from 119 ms (the ring: 2 x 4095 latency steps, and 4096 rounds inside each node) "
-              "to a fifth of a millisecond. hier_radix (forced only) takes the steps across nodes from "
-              "ceil(log2 N) to ceil(log8 N) by exchanging with up to 7 partners at once: predicted 2.6x faster "
-              "again at 64 KiB on 4096 nodes (the table above has what it gives against 90% of the 8-node busbw), "
-              "and the replay agrees, but only while a message costs nothing beyond its latency (the simulation "
-              "section has the break-even per-message cost, and what it measured where it could).",
-              "- 90% of the 8-node busbw on 4096 nodes (the table above): from 64 MiB up the twelve latencies of "
-              "the log2 steps fit the budget; what does not is how the time around them is spent. At 64 MiB the "
-              "699 µs hier_halving takes beyond its link floor (200 µs allowed) are, in the cost model's terms "
-              "(algo/cost_model.cc), 354 µs of the stage inside the nodes (112 ring steps of a 512 KiB chunk, "
-              "each paying the 2 µs latency of a link that moves the chunk in 1.2 µs) and 23 phases x 15 µs "
-              "across nodes (the log steps cut into 512 KiB phases, each waiting its latency). Reaching 90% needs "
-              "the stage inside the nodes to run beside the transfers across them (it uses other links) and the "
-              "phases of a step to stream without a latency each; at 16 MiB also at most three exposed latencies "
-              "(a radix-16 exchange). Both are changes to how the executor runs phases, not yet made; and made, "
-              "they would lift the 8-node hierarchical exchange past the ring too, toward a ratio whose ceiling, "
-              "with both scales at their link floors, is under 0.90 (the paragraph under the table).",
+              *scatter_gather_reading(predictions, args),
               "- All-to-all: aggregated per node (hier_pairwise) at most sizes and scales: L-fold fewer messages "
               "cross the network. The flat pairwise wins a window of large sizes at each scale (16 MiB on 8 nodes, "
               "64-256 MiB on 64, 1 GiB on 512, 4 GiB on 4096), where each node's link, kept busy by its drifting "
@@ -180,6 +156,65 @@ def main():
     with open(os.path.join(ROOT, "docs", "scaling.md"), "w") as f:
         f.write("\n".join(lines))
     print("\n".join(lines))
+
+
+def scatter_gather_reading(predictions, args):
+    """The two "Reading" bullets on reduce-scatter / all-gather, from the model's rows: which algorithm wins
+    where, and what stands between the largest scale and 90% of the smallest one's busbw at 64 MiB."""
+    rows = predictions["reduce_scatter"]
+    by = {(r["nodes"], r["bytes"]): r for r in rows}
+    nodes = sorted({r["nodes"] for r in rows})
+    lo, hi = nodes[0], nodes[-1]
+    alpha, gbps = (float(x) for x in args.inter.split(",")[:2])
+    intra_alpha, intra_gbps = (float(x) for x in args.intra.split(",")[:2])
+    # Per node count, the largest size hier_radix is chosen for.
+    reach = []
+    for n in nodes:
+        sizes = sorted(sz for (m, sz), r in by.items() if m == n and r["chosen"] == "hier_radix")
+        if sizes:
+            every = len(sizes) == len([1 for (m, _) in by if m == n])
+            reach.append(f"every size on {n}" if every else f"{fmt_size(sizes[-1])} on {n}")
+    small = by[(hi, 64 << 10)]
+    wins = ("- Reduce-scatter and all-gather: hier_radix from 64 KiB up to "
+            f"{', '.join(reach)} nodes; above that the flat ring, whose one transfer across each node boundary gets "
+            f"the node's whole link here (one {gbps:g} GB/s link per node), whose N-1 steps cost nothing at those "
+            "sizes, and which has no stage inside the nodes. In the hierarchical exchanges a column (the blocks of "
+            "one local index on every node) moves inside a node as one strided block, so that stage takes L-1 "
+            "steps at any node count, and across nodes each column runs a log-step (hier_halving, ceil(log2 N) "
+            "steps) or radix-k exchange (hier_radix, up to "
+            f"{RADIX_MAX - 1} partners a step, ceil(log{RADIX_MAX} N) steps), each with the "
+            f"minimal bytes. At 64 KiB on {hi} x {args.per_node} ranks that is {fmt_time(small['us'])} against "
+            f"{fmt_time(small['candidates']['hier_halving'])} for hier_halving and "
+            f"{fmt_time(small['candidates']['ring'])} for the ring (2 x {hi - 1} latency steps, and {hi} rounds inside "
+            "each node). hier_radix is this fast while a message costs little beyond its latency: the selector offers "
+            "it only where that cost (the network's gap) is known and every rank has a CPU of its own (the "
+            "simulation section has the break-even gap and what was measured where it is not offered).")
+    size = 64 << 20
+    b = by[(hi, size)]
+    a = by[(lo, size)]
+    n_lo, n_hi = lo * args.per_node, hi * args.per_node
+    allowed = a["us"] * ((n_hi - 1) / n_hi) / (0.9 * (n_lo - 1) / n_lo)
+    link = size / (gbps * 1e3) * (hi - 1) / hi
+    # The stage inside the nodes: what the model gives the same algorithm with the network made free.
+    inside = run_json(MODEL, "reduce_scatter", "--nodes", str(hi), "--per-node", str(args.per_node), "--intra",
+                      args.intra, "--inter", "0,1e9", "--memory", args.memory, "-b", str(size), "-e",
+                      str(size))[0]["candidates"][b["chosen"]]
+    chunk = 512 << 10  # strata-model's --chunk, left at its default here
+    pieces = size // args.per_node // chunk
+    gap = ("- 90% of the " f"{lo}-node busbw on {hi} nodes (the table above): at {fmt_size(size)} the "
+           f"{fmt_time(b['us'] - link)} {b['chosen']} takes beyond its link floor ({fmt_time(allowed - link)} "
+           f"allowed) are, in the cost model's terms (algo/cost_model.cc), {fmt_time(inside)} of the stage inside "
+           f"the nodes and the reductions (the model's {b['chosen']} with the network made free, `--inter 0,1e9`: "
+           f"mostly the ring inside each node, {args.per_node - 1} steps of {pieces} chunks of 512 KiB, each paying "
+           f"the {intra_alpha:g} µs latency of a link that moves the chunk in {chunk / (intra_gbps * 1e3):.2g} µs) "
+           f"and {fmt_time(b['us'] - link - inside)} across nodes (the latencies of the steps' phases). "
+           "Reaching 90% needs "
+           "the stage inside the nodes to run beside the transfers across them (it uses other links) or to stream "
+           "its chunks without a latency each: changes to how the executor runs phases (a phase waits for the "
+           "one before it on its rank), not yet made; and made, they would lift the "
+           f"{lo}-node hierarchical exchange past the ring too, toward a ratio whose ceiling, with both scales at "
+           "their link floors, is under 0.90 (the paragraph under the table).")
+    return [wins, gap]
 
 
 def rails_replay_summary():
@@ -236,36 +271,28 @@ def scale_out(predictions, args):
         small = by.get((hi, 64 << 10))
         if small:
             lines.append(f"**{coll}**: 64 KiB on {hi} x {args.per_node} ranks takes {fmt_time(small['us'])} "
-                         f"({small['chosen']}); hier_radix forced, {fmt_time(small['candidates']['hier_radix'])}.")
-        lines += ["", f"| size | busbw {lo} nodes | busbw {hi} nodes | ratio | busbw {hi} nodes, hier_radix forced | "
-                  f"ratio | the same with hier_radix on {lo} nodes too | time {hi} nodes may take for 90% | "
+                         f"({small['chosen']}); hier_halving's log2 steps, {fmt_time(small['candidates']['hier_halving'])}"
+                         f"; the flat ring, {fmt_time(small['candidates']['ring'])}.")
+        lines += ["", f"| size | busbw {lo} nodes | busbw {hi} nodes | ratio | time {hi} nodes may take for 90% | "
                   f"of which {hi} nodes' link floor | left for latency and the stages inside nodes | "
                   f"{hi}-node choice's time beyond its link floor | latencies the budget pays (partners a step) |",
-                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for sz in sorted({r["bytes"] for r in rows if r["bytes"] >= 16 << 20}):
             a, b = by[(lo, sz)], by[(hi, sz)]
-            # hier_radix's busbw where forced: busbw scales with 1 / time.
-            radix_hi = b["busbw"] * b["us"] / b["candidates"]["hier_radix"]
-            radix_lo = a["busbw"] * a["us"] / a["candidates"]["hier_radix"]
             # busbw = S (n-1)/n / T: 90% of the low one's allows T_hi up to T_lo * share.
             allowed = a["us"] * share
             # Each node's link must carry (N-1)/N of S, however the exchange is arranged.
             link = sz / (gbps * 1e3) * (hi - 1) / hi
             lines.append(f"| {fmt_size(sz)} | {a['busbw']:.3g} GB/s ({a['chosen']}) | {b['busbw']:.3g} GB/s "
-                         f"({b['chosen']}) | {b['busbw'] / a['busbw']:.2f} | {radix_hi:.3g} GB/s | "
-                         f"{radix_hi / a['busbw']:.2f} | {radix_hi / max(a['busbw'], radix_lo):.2f} | "
+                         f"({b['chosen']}) | {b['busbw'] / a['busbw']:.2f} | "
                          f"{fmt_time(allowed)} | {fmt_time(link)} | {fmt_time(allowed - link)} | "
                          f"{fmt_time(b['us'] - link)} | {latency_steps_left(allowed - link, alpha, hi)} |")
         lines.append("")
     lines += [f"*ratio*: the {hi}-node busbw over the {lo}-node one, both the selector's choice (the target: at least "
               f"0.90 from 16 MiB up). hier_radix (algo/radix_blocks.h: up to {RADIX_MAX - 1} partners a step, {hi} "
               f"nodes in {math.ceil(math.log(hi, RADIX_MAX) - 1e-9)} steps instead of {math.ceil(math.log2(hi))}) is "
-              "run only when forced (STRATA_ALGO): on the 8-namespace-node clusters its steps of several flows at once "
-              "took 1.04-1.23x the other algorithms' time at 1-16 MiB in one launch where the model put them level, "
-              "and at small sizes up to twice recursive doubling's (docs/benchmarks/scale.md, docs/ARCHITECTURE.md), "
-              "so the selector does not offer it yet; the "
-              "next two columns are its prediction where forced, against the choice on "
-              f"{lo} nodes, and against the better of the choice and hier_radix there ({lo} nodes in one step). "
+              "offered here: the model's links are given, their per-message gap too (0), and every rank has a CPU "
+              "of its own (the simulation section says where it is not offered, and why). "
               f"The last five columns are the arithmetic behind the ratio: busbw divides by the time, so {hi} nodes "
               f"reach 90% of the {lo}-node busbw only if they take at most {share:.3f}x its time (the first of "
               f"them); each node's link must carry (N-1)/N of the data however the exchange runs, which takes the "
@@ -324,23 +351,28 @@ def radix_break_even_gap(args, nodes, size="64K"):
     return lo
 
 
-def forced_only_why(args):
-    """Why hier_radix is not offered to the selector, with the model's break-even per-message cost."""
+def radix_offering(args):
+    """Where hier_radix is offered to the selector and where not, with the model's break-even per-message cost."""
     gaps = [(n, g) for n in (64, 4096) for g in [radix_break_even_gap(args, n)] if g is not None]
     level = " and ".join(f"{g:.2f} µs on {n} nodes" for n, g in gaps)
     if len(gaps) == 2 and abs(gaps[0][1] - gaps[1][1]) < 0.01:
         level = f"{gaps[0][1]:.2f} µs (on 64 and on 4096 nodes)"
     measured = radix_measured_small()
-    return ("a radix exchange sends k-1 messages a step where the log-step one sends one, and both this model's "
-            "defaults and these replays charge nothing per message beyond the latency (gap 0). With a "
+    return ("hier_radix is offered to the selector here, and in a run where the network's per-message cost "
+            "(the gap) is known (measured by the link probe, which can fit it only where a node has two ranks or "
+            "more, or configured: STRATA_INTER_LINK, a topology file) and no machine runs more ranks than it "
+            "has CPUs; elsewhere it runs only when forced (algo/select.cc). A radix exchange sends k-1 messages "
+            "a step where the log-step one sends one, and both this model's defaults and these replays charge "
+            "nothing per message beyond the latency (gap 0). With a "
             f"per-message cost on a node's link of {level}, the model puts a 64 KiB hier_radix all-gather level "
-            f"with hier_halving's; {radix_with_gap_replayed(args, 0.5)} On the 8-namespace-node clusters, where the "
-            "link probe cannot tell that cost from latency with one rank per node, hier_radix measured "
-            f"{measured} the best other algorithm's time at 64 B-16 KiB (docs/benchmarks/scale.md). A probe that "
-            "fitted that cost too (with a radix all-gather among its shapes) did not make it safe to offer: the "
-            "fitted cost moved 0-83 µs from launch to launch, and on 8 ranks sharing 2 cores a partner costs a "
-            "rank's CPU more than any cost on the node's link (docs/benchmarks/scale-radix-offered.md, "
-            "docs/ARCHITECTURE.md); offering it needs that measured on NICs.")
+            f"with hier_halving's; {radix_with_gap_replayed(args, 0.5)} On the 8-namespace-node clusters (8 ranks "
+            "on 2 cores), where it is not offered, hier_radix measured "
+            f"{measured} the best other algorithm's time at 64 B-16 KiB (docs/benchmarks/scale.md); a probe that "
+            "fitted the gap there too (with a radix all-gather among its shapes) and offered it saw the fitted "
+            "cost move 0-83 µs from launch to launch, and the choice run 1.3-2x the best at 64 B-4 KiB: on 8 ranks "
+            "sharing 2 cores a partner costs a rank's CPU more than any cost on the node's link "
+            "(docs/benchmarks/scale-radix-offered.md, docs/ARCHITECTURE.md). Where ranks have cores of their own "
+            "and the probe measures the gap on real NICs, it has not been run yet.")
 
 
 def radix_with_gap_replayed(args, gap):
@@ -490,12 +522,14 @@ def simulation(args):
     if forced_faster:
         names = sorted({f[5] for f in forced_faster})
         lines += [f"Run only when forced ({', '.join(names)}), and faster than the choice by more than 10% in "
-                  f"{len(forced_faster)} of {len(worst)} cells of the simulation: {forced_only_why(args)}", "",
+                  f"{len(forced_faster)} of {len(worst)} cells of the simulation: {radix_offering(args)}", "",
                   "| collective | scale | size | chosen | forced-only | its time / chosen's |",
                   "| --- | ---: | ---: | --- | --- | ---: |"]
         for ratio, coll, n, sz, ch, algo in sorted(forced_faster, key=lambda f: (f[1], f[2], f[3])):
             lines.append(f"| {coll} | {n} x {s['per_node']} | {fmt_size(sz)} | {ch} | {algo} | {ratio:.2f} |")
         lines.append("")
+    if any(r["algorithm"] == "hier_radix" and r.get("offered", True) for r in rows):
+        lines += [radix_offering(args), ""]
     sc = [r for r in s.get("scenarios", []) if not r["skipped"]]
     if sc:
         names = list(dict.fromkeys(r["scenario"] for r in sc))
