@@ -199,7 +199,8 @@ def replay_algorithms(args):
                         json.dump(saved, open(args.out, "w"), indent=0)
     saved.setdefault("notes", []).append(
         f"Rows of {', '.join(algos)} ({', '.join(args.colls.split(','))}) replayed and added "
-        f"(`sim_scaling.py --algos {args.algos} --colls {args.colls}`, {time.strftime('%Y-%m-%d')}, "
+        f"(`sim_scaling.py --algos {args.algos} --colls {args.colls}"
+        f"{f' --rails {args.rails}' if args.rails != '1' else ''}`, {time.strftime('%Y-%m-%d')}, "
         f"{(time.time() - started) / 60:.0f} minutes); the other rows, scenarios and FSDP step as they were.")
     json.dump(saved, open(args.out, "w"), indent=0)
 

@@ -38,6 +38,10 @@ void buildHierTreeReduce(const CollArgs& a, Plan& plan);
 class Topology;
 size_t hierOuterSlices(const Topology& t, size_t maxPartBytes, size_t chunkBytes);
 size_t hierBlockSlices(const Topology& t, size_t blockBytes, size_t chunkBytes);
+// Whether the flat pairwise all-to-all takes its steps node by node (equal
+// nodes, a rail for at most two of a node's ranks) rather than in rank order
+// (all_to_all/pairwise.cc; the cost model follows it).
+bool pairwiseGoesNodeByNode(const Topology& t);
 
 // How many pipeline slices a block of `bytes` is cut into.
 inline size_t sliceCount(size_t bytes, size_t chunkBytes) {

@@ -414,9 +414,22 @@ double hierAllToAllUs(const Topology& t, double block) {
 // chain (each receive at its link's latency, its slice at one stream's rate)
 // and the busiest node's link carrying every block that leaves it, after one
 // latency and a gap per message. On one node the chain is the whole cost.
+// Node by node (pairwiseGoesNodeByNode: a rail for every rank or two), every
+// rank takes the same step at once: the L-1 inside the node, then (N-1) L
+// across nodes, each a one-to-one pairing of two nodes' ranks whose L
+// transfers share the nodes' rails (local rank i on rail i mod R, so the
+// busiest rail carries ceil(L/R) of them); nothing drifts, so each step pays
+// its latency.
 double pairwiseAllToAllUs(const Topology& t, double block) {
   const double n = t.nranks();
   const double perStep = double(exchangeSlices(&t, size_t(block), 1)), slice = block / perStep;
+  if (pairwiseGoesNodeByNode(t)) {
+    const double l = t.maxLocal();
+    const double rails = t.inter.rails, onBusiestRail = std::ceil(l / rails);
+    const double remoteHopUs =
+        t.inter.alphaUs + (l - 1) * t.inter.gapUs + slice * onBusiestRail * rails / (t.inter.gbps * 1e3);
+    return perStep * ((l - 1) * t.intra.us(slice) + (n - l) * remoteHopUs);
+  }
   const double interHopUs = t.inter.alphaUs + slice * interStreamUsPerByte(t, 1);
   const double intraHopUs = t.intra.us(slice);
   double chain = 0, link = 0;

@@ -4,6 +4,7 @@
 // file or bad link parameters fail init with strataInvalidArgument and a
 // sentence naming the problem.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -33,10 +34,27 @@ const char* kThreeNodesUneven =  // 2 + 1 + 2 ranks, interleaved: columns are no
     R"({"ranks": [{"node": 0}, {"node": 1}, {"node": 2}, {"node": 0}, {"node": 2}],
         "links": {"intra": {"alpha_us": 1.5, "gbps": 8}, "inter": {"alpha_us": 20, "gbps": 0.5}}})";
 
+// Two nodes of two ranks, interleaved, whose network has two rails: the flat
+// pairwise all-to-all goes node by node there (all_to_all/pairwise.cc).
+const char* kTwoByTwoRails =
+    R"({"ranks": [{"node": 0}, {"node": 1}, {"node": 0}, {"node": 1}],
+        "links": {"intra": {"alpha_us": 1.5, "gbps": 8}, "inter": {"alpha_us": 20, "gbps": 0.5, "rails": 2}}})";
+
+// What each file places: ranks, nodes, node 0's ranks.
+struct Placement {
+  int n, nodes;
+  std::vector<int> node0;
+};
+Placement placementOf(const char* topo) {
+  if (topo == kThreePlusOne) return {4, 2, {0, 1, 3}};
+  if (topo == kTwoByTwoRails) return {4, 2, {0, 2}};
+  return {5, 3, {0, 3}};  // kThreeNodesUneven
+}
+
 struct Forced {
   const char* algo;       // STRATA_ALGO ("" = the cost model)
   const char* transport;  // STRATA_TRANSPORT
-  const char* topo;       // kThreePlusOne or kThreeNodesUneven
+  const char* topo;       // kThreePlusOne, kThreeNodesUneven or kTwoByTwoRails
   const char* label;
 };
 
@@ -44,8 +62,8 @@ class TopoFileAlgorithms : public ::testing::TestWithParam<Forced> {};
 
 TEST_P(TopoFileAlgorithms, EveryCollectiveOnPretendNodesMatchesReference) {
   const Forced f = GetParam();
-  const bool threePlusOne = f.topo == kThreePlusOne;
-  const int n = threePlusOne ? 4 : 5;
+  const Placement place = placementOf(f.topo);
+  const int n = place.n;
   const std::string topo = tempPath("topo.json"), dump = tempPath("dump_%r.json");
   writeFile(topo, f.topo);
   test::RankSpec spec;
@@ -67,12 +85,20 @@ TEST_P(TopoFileAlgorithms, EveryCollectiveOnPretendNodesMatchesReference) {
     return problems;
   });
   EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+  // The ranks run where this process may (forked from it): they share its CPUs.
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  ASSERT_EQ(sched_getaffinity(0, sizeof cpus, &cpus), 0);
+  const bool outnumbered = n > CPU_COUNT(&cpus);
   for (int r = 0; r < n; ++r) {  // each rank dumped what it used: the file's placement and links
     std::string path = tempPath(("dump_" + std::to_string(r) + ".json").c_str());
     Topology t = readTopologyFile(path, n);
-    EXPECT_EQ(t.nnodes(), threePlusOne ? 2 : 3) << path;
-    EXPECT_EQ(t.node(0), threePlusOne ? (std::vector<int>{0, 1, 3}) : (std::vector<int>{0, 3})) << path;
+    EXPECT_EQ(t.nnodes(), place.nodes) << path;
+    EXPECT_EQ(t.node(0), place.node0) << path;
     EXPECT_DOUBLE_EQ(t.inter.gbps, 0.5) << path;
+    EXPECT_FALSE(t.inter.gapKnown) << path;  // the file gives no gap
+    // Every rank learned in the rendezvous where the others run: one machine, one CPU set.
+    EXPECT_EQ(t.coresShared, outnumbered) << path << ": " << n << " ranks, " << CPU_COUNT(&cpus) << " CPUs";
     std::remove(path.c_str());
   }
   std::remove(topo.c_str());
@@ -82,7 +108,7 @@ TEST_P(TopoFileAlgorithms, EveryCollectiveOnPretendNodesMatchesReference) {
 // recursive_halving for reduce-scatter), the radix-k ones (hier_radix:
 // reduce-scatter and all-gather) and the hierarchical rings, forced
 // over shared memory and TCP, on uneven nodes and a node count that is not
-// a power of two.
+// a power of two; and the flat pairwise all-to-all in its node-by-node order.
 INSTANTIATE_TEST_SUITE_P(
     Forced, TopoFileAlgorithms,
     ::testing::Values(Forced{"hier", "shm", kThreePlusOne, "hier"}, Forced{"hier_tree", "shm", kThreePlusOne, "hier_tree"},
@@ -95,7 +121,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Forced{"hier_ring", "tcp", kThreeNodesUneven, "hier_ring_tcp_3nodes"},
                       Forced{"hier_radix", "tcp", kThreeNodesUneven, "hier_radix_tcp_3nodes"},
                       Forced{"hier_radix", "shm", kThreePlusOne, "hier_radix_shm"},
-                      Forced{"", "tcp", kThreeNodesUneven, "auto_tcp_3nodes"}),
+                      Forced{"", "tcp", kThreeNodesUneven, "auto_tcp_3nodes"},
+                      Forced{"pairwise", "tcp", kTwoByTwoRails, "pairwise_node_by_node_tcp"},
+                      Forced{"pairwise", "shm", kTwoByTwoRails, "pairwise_node_by_node_shm"}),
     [](const auto& info) { return std::string(info.param.label); });
 
 // Pretend nodes whose file gives no link parameters: init measures them (the

@@ -97,6 +97,17 @@ check(near(pw["sim_us"], want, 0.02) and near(pw["model_us"], pw["sim_us"], 0.05
       f"pairwise all-to-all of 16 MiB on 8 x 8: sim {pw['sim_us']:.0f} us, model {pw['model_us']:.0f} us, "
       f"by hand {want:.0f} us")
 
+# The same on a rail per rank (2 x 8 ranks, 8 rails): the steps go node by
+# node, all ranks at once, so 7 steps inside the node (2 us, 450 GB/s) and 8
+# across, each a latency and a block at one rail's 6.25 GB/s (in rank order
+# every rank of a node had started across nodes at the same receiver: 3.25x).
+rail = one("alltoall", "--nodes", "2", "--per-node", "8", "--rails", "8", "-b", "16M", "-e", "16M", "--algo", "pairwise")
+blk = (16 << 20) / 16
+want = 7 * (2 + blk / 450e3) + 8 * (ALPHA + blk / (GBPS / 8 * 1e3))
+check(near(rail["sim_us"], want, 0.02) and near(rail["model_us"], rail["sim_us"], 0.02),
+      f"pairwise all-to-all of 16 MiB on 2 x 8, a rail per rank: sim {rail['sim_us']:.0f} us, model "
+      f"{rail['model_us']:.0f} us, by hand {want:.0f} us")
+
 # Two leaf switches of 32 nodes: with the uplinks tapered 2:1, the steps whose
 # traffic crosses between leaves take twice as long, the others not at all.
 full = one("alltoall", "--nodes", "64", "--per-node", "1", "-b", "64M", "-e", "64M", "--algo", "pairwise")

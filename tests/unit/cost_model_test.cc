@@ -247,6 +247,18 @@ TEST(CostModel, PairwiseAllToAllTakesTheLongerOfARanksChainAndItsNodesLink) {
   Topology one = cluster(1, 5);
   one.intra = LinkParams{2.0, 10.0, "test"};
   EXPECT_NEAR(predictUs("pairwise", Coll::kAllToAll, 5 * 4096, one, 1 << 19), 4 * (2.0 + 4096 / 10e3), 1e-9);
+  // On 4 rails (two of a node's ranks on each) the steps go node by node, all
+  // ranks at once: each step across nodes pays its latency and the busiest
+  // rail's two transfers at a rail's 12.5 GB/s; on 5 rails the busiest also
+  // carries 2, at 10 GB/s. On 3 rails (three ranks on one) they keep rank order.
+  t.inter.rails = 4;
+  const double lockstep = 7 * (2.0 + block / 450e3) + 56 * (15.0 + 2 * block / 12.5e3);
+  EXPECT_NEAR(predictUs("pairwise", Coll::kAllToAll, size_t(64 * block), t, 1 << 19), lockstep, 1e-6 * lockstep);
+  t.inter.rails = 5;
+  const double fiveRails = 7 * (2.0 + block / 450e3) + 56 * (15.0 + 2 * block / 10e3);
+  EXPECT_NEAR(predictUs("pairwise", Coll::kAllToAll, size_t(64 * block), t, 1 << 19), fiveRails, 1e-6 * fiveRails);
+  t.inter.rails = 3;
+  EXPECT_NEAR(predictUs("pairwise", Coll::kAllToAll, size_t(64 * block), t, 1 << 19), link, 1e-6 * link);
 }
 
 TEST(CostModel, ForcedAlgorithmWinsOverTheModel) {

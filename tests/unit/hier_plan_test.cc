@@ -489,6 +489,61 @@ TEST(HierPlans, SlicedExchangesOnSlowLinksMatchTheReference) {
   }
 }
 
+// The flat pairwise all-to-all on a network of rails: node by node where a
+// rail serves at most two of a node's ranks (every step across nodes pairs
+// two nodes' ranks one to one, all ranks at the same node distance), in rank
+// order otherwise (one link per node, four ranks a rail, uneven nodes); the
+// results match the reference either way, in and out of place, at odd counts.
+TEST(HierPlans, PairwiseAllToAllGoesNodeByNodeOnRails) {
+  struct Shape {
+    int nodes, per, rails;
+    bool uneven, nodeByNode;
+  };
+  for (const Shape& sh : {Shape{2, 8, 8, false, true}, Shape{3, 5, 4, false, true}, Shape{4, 3, 2, false, true},
+                          Shape{2, 4, 4, false, true}, Shape{3, 1, 2, false, true}, Shape{2, 8, 2, false, false},
+                          Shape{3, 4, 1, false, false}, Shape{3, 4, 4, true, false}}) {
+    Topology t = cluster(sh.nodes, sh.per, sh.uneven);
+    t.inter.rails = sh.rails;
+    const std::string name = std::to_string(sh.nodes) + "x" + std::to_string(sh.per) + (sh.uneven ? " uneven" : "") +
+                             ", " + std::to_string(sh.rails) + " rails";
+    EXPECT_EQ(pairwiseGoesNodeByNode(t), sh.nodeByNode) << name;
+    const int n = t.nranks();
+    CollArgs a;
+    a.coll = Coll::kAllToAll;
+    a.nranks = n;
+    a.count = 3;
+    a.topo = &t;
+    Config cfg;
+    cfg.algo = "pairwise";
+    std::vector<std::vector<int>> sendsTo(static_cast<size_t>(n));  // per rank, the peer of each step
+    for (int r = 0; r < n; ++r) {
+      a.rank = r;
+      Plan p = buildCollectivePlan(a, OpDesc{}, cfg);
+      for (const Flow& f : p.flows)
+        if (f.kind == FlowKind::kSend) sendsTo[size_t(r)].push_back(f.peer);
+      ASSERT_EQ(sendsTo[size_t(r)].size(), size_t(n - 1)) << name;
+    }
+    for (size_t k = 0; k + 1 < size_t(n); ++k) {
+      std::set<int> receivers;
+      std::set<int> distances;
+      for (int r = 0; r < n; ++r) {
+        const int to = sendsTo[size_t(r)][k];
+        receivers.insert(to);
+        distances.insert((t.nodeOf(to) - t.nodeOf(r) + t.nnodes()) % t.nnodes());
+        if (!sh.nodeByNode) EXPECT_EQ(to, (r + int(k) + 1) % n) << name << " step " << k;
+      }
+      EXPECT_EQ(receivers.size(), size_t(n)) << name << " step " << k << ": a receiver twice";
+      if (sh.nodeByNode) EXPECT_EQ(distances.size(), 1u) << name << " step " << k;
+    }
+    for (size_t count : {size_t(1), size_t(37)})
+      for (bool inPlace : {false, true}) {
+        std::string err = test::runPlanCase(Coll::kAllToAll, "pairwise", inPlace, n, count, strataFloat32, strataSum,
+                                            0, &t);
+        EXPECT_EQ(err, "") << name << " count " << count << (inPlace ? " in place" : "");
+      }
+  }
+}
+
 // The aggregated all-to-all moves the same bytes over each node's link as the
 // flat one, in one message per peer node and column instead of one per rank.
 TEST(HierPlans, AggregatedAllToAllSendsOneMessagePerPeerNodeAndColumn) {
