@@ -330,6 +330,29 @@ def scale_out(predictions, args):
               f"nodes beside the one across them) brings it there on {lo} nodes too, where it then beats the ring, "
               f"and the ratio tends to {ceiling:.3f}, under 0.90: the measure that can reach 0.90 is each scale's "
               f"busbw against its own floor.", ""]
+    # How much of the way is the stage inside the nodes: the same model with pipeline chunks long enough
+    # that an NVLink-class link's latency no longer dominates each (STRATA_CHUNK_BYTES; strata-model --chunk).
+    big_chunk = "4M"
+    with_chunk = {coll: {(r["nodes"], r["bytes"]): r for r in predict(coll, args, ("--chunk", big_chunk))
+                         if r["nodes"] in (lo, hi)} for coll in ("reduce_scatter", "all_gather")}
+    cells, large = [], []
+    for coll, by in with_chunk.items():
+        for sz in sorted({b for (_, b) in by if b >= 16 << 20}):
+            a, b = by[(lo, sz)], by[(hi, sz)]
+            ratio = b["busbw"] / a["busbw"]
+            if sz >= 64 << 20:
+                large.append(ratio)
+            cells.append(f"{coll} {fmt_size(sz)} {ratio:.2f} ({b['chosen']} / {a['chosen']}, "
+                         f"{b['busbw'] / floor_busbw(hi, n_hi):.0%} of the {hi}-node floor)")
+    lines += [f"*The stage inside the nodes*: with the default 512 KiB pipeline chunk every step of the ring "
+              f"inside a node pays the NVLink-class link's {args.intra.split(',')[0]} µs latency to move what it "
+              f"moves in a fraction of that (the reading below has the figures). With chunks of "
+              f"{big_chunk[:-1]} MiB (`--chunk {big_chunk}`; STRATA_CHUNK_BYTES is what a run on such links would "
+              "set) the ratios, the two choices and the larger cluster's share of its floor are: "
+              + "; ".join(cells) + f". From 64 MiB up that is {min(large):.2f}-{max(large):.2f}, about the "
+              f"ceiling's {ceiling:.3f} (past it where the {lo}-node choice is further from its floor): what stands "
+              "between the default and the target there is how long the chunks inside the nodes are, not the "
+              "exchange across them. At 16 MiB it is the latencies of the steps across the nodes.", ""]
     return lines
 
 
