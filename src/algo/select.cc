@@ -36,8 +36,9 @@ struct Algorithm {
 // from launch to launch and each extra partner cost the rank's CPU more, so
 // that offered there it ran 1.3-2x the best at 64 B-4 KiB
 // (docs/benchmarks/scale-radix-offered.md; forced, its many flows at once
-// also split a tbf-shaped link unevenly: up to 1.23x at 1-16 MiB). In simulation at 8-4096 nodes
-// it is 2-2.5x faster than hier_halving at 64 KiB-1 MiB (docs/scaling.md).
+// also split a tbf-shaped link unevenly: up to 1.23x at 1-16 MiB). In
+// simulation at 8-4096 nodes it is 2-2.6x faster than hier_halving at
+// 64 KiB-1 MiB (docs/scaling.md).
 bool multiPartnerStepsPriced(const Topology& t) { return t.inter.gapKnown && !t.coresShared; }
 
 const Algorithm kAlgorithms[] = {

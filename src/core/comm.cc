@@ -24,23 +24,27 @@ namespace strata {
 
 namespace {
 
+// The running kernel's boot id: the same in every network namespace and
+// container of one machine ("" where unreadable).
+std::string kernelBootId() {
+  std::string bootId;
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::getline(in, bootId);
+  return bootId;
+}
+
 uint64_t detectHostHash(const Config& cfg) {
   if (!cfg.hostId.empty()) return hash64("id:" + cfg.hostId);
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
-  std::string bootId;
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::getline(in, bootId);
-  return hash64(std::string(host) + "/" + bootId);
+  return hash64(std::string(host) + "/" + kernelBootId());
 }
 
 // The machine this rank runs on and the CPUs it may use (RankInfo::kernel,
-// cpuSet, cpus): the kernel's boot id is the same in every network namespace
-// and container of one machine, which STRATA_HOSTID and hostnames need not be.
+// cpuSet, cpus): by the kernel's boot id, which STRATA_HOSTID and hostnames
+// need not match.
 void detectCpus(RankInfo& mine) {
-  std::string bootId;
-  std::ifstream in("/proc/sys/kernel/random/boot_id");
-  std::getline(in, bootId);
+  const std::string bootId = kernelBootId();
   if (!bootId.empty()) mine.kernel = uint32_t(hash64("kernel:" + bootId)) | 1;
   cpu_set_t set;
   CPU_ZERO(&set);
