@@ -1,6 +1,7 @@
 // Topology through the public API: STRATA_TOPO_FILE places ranks of this host
 // on pretend nodes (3 + 1, and 2 + 1 + 2 interleaved) so the hierarchical and
-// log-step algorithms run forced over real transports (shm, tcp); STRATA_TOPO_DUMP_FILE writes what the communicator used; a bad
+// log-step algorithms run forced over real transports (shm, tcp); STRATA_TOPO_DUMP_FILE writes what the communicator used
+// (with whether its ranks outnumber this machine's CPUs, learned in the rendezvous); a bad
 // file or bad link parameters fail init with strataInvalidArgument and a
 // sentence naming the problem.
 #include <gtest/gtest.h>
