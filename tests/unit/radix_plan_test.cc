@@ -9,7 +9,9 @@
 //  - hier_radix plans at scale: few flows, the minimal bytes over each
 //    node's link (hier_plan_test.cc checks results against the reference on
 //    every world of 1..17 ranks x 1..4 per node);
-//  - the cost model charges one latency per exchange phase the plan has.
+//  - the cost model charges one latency per exchange phase the plan has;
+//  - the selector offers hier_radix only where the network's gap is known and
+//    ranks do not outnumber their machine's CPUs.
 #include <gtest/gtest.h>
 
 #include <set>
