@@ -158,6 +158,17 @@ def main():
     print("\n".join(lines))
 
 
+def time_for_90_percent(lo_us, lo_ranks, hi_ranks):
+    """The most time the larger cluster may take and keep 90% of the smaller one's busbw, which took lo_us:
+    busbw = S (n-1)/n / T."""
+    return lo_us * ((hi_ranks - 1) / hi_ranks) / (0.9 * (lo_ranks - 1) / lo_ranks)
+
+
+def link_floor_us(size, gbps, nodes):
+    """Each node's link must carry (N-1)/N of the data, however the exchange is arranged."""
+    return size / (gbps * 1e3) * (nodes - 1) / nodes
+
+
 def scatter_gather_reading(predictions, args):
     """The two "Reading" bullets on reduce-scatter / all-gather, from the model's rows: which algorithm wins
     where, and what stands between the largest scale and 90% of the smallest one's busbw at 64 MiB."""
@@ -192,9 +203,8 @@ def scatter_gather_reading(predictions, args):
     size = 64 << 20
     b = by[(hi, size)]
     a = by[(lo, size)]
-    n_lo, n_hi = lo * args.per_node, hi * args.per_node
-    allowed = a["us"] * ((n_hi - 1) / n_hi) / (0.9 * (n_lo - 1) / n_lo)
-    link = size / (gbps * 1e3) * (hi - 1) / hi
+    allowed = time_for_90_percent(a["us"], lo * args.per_node, hi * args.per_node)
+    link = link_floor_us(size, gbps, hi)
     # The stage inside the nodes: what the model gives the same algorithm with the network made free.
     inside = run_json(MODEL, "reduce_scatter", "--nodes", str(hi), "--per-node", str(args.per_node), "--intra",
                       args.intra, "--inter", "0,1e9", "--memory", args.memory, "-b", str(size), "-e",
@@ -276,7 +286,7 @@ def scale_out(predictions, args):
         lo, hi = nodes[0], nodes[-1]
         by = {(r["nodes"], r["bytes"]): r for r in rows}
         n_lo, n_hi = lo * args.per_node, hi * args.per_node
-        share = ((n_hi - 1) / n_hi) / (0.9 * (n_lo - 1) / n_lo)
+        share = time_for_90_percent(1.0, n_lo, n_hi)  # as a multiple of the smaller cluster's time
         small = by.get((hi, 64 << 10))
         if small:
             lines.append(f"**{coll}**: 64 KiB on {hi} x {args.per_node} ranks takes {fmt_time(small['us'])} "
@@ -288,10 +298,8 @@ def scale_out(predictions, args):
                   "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for sz in sorted({r["bytes"] for r in rows if r["bytes"] >= 16 << 20}):
             a, b = by[(lo, sz)], by[(hi, sz)]
-            # busbw = S (n-1)/n / T: 90% of the low one's allows T_hi up to T_lo * share.
-            allowed = a["us"] * share
-            # Each node's link must carry (N-1)/N of S, however the exchange is arranged.
-            link = sz / (gbps * 1e3) * (hi - 1) / hi
+            allowed = time_for_90_percent(a["us"], n_lo, n_hi)
+            link = link_floor_us(sz, gbps, hi)
             lines.append(f"| {fmt_size(sz)} | {a['busbw']:.3g} GB/s ({a['chosen']}) | {b['busbw']:.3g} GB/s "
                          f"({b['chosen']}) | {b['busbw'] / a['busbw']:.2f} | "
                          f"{fmt_time(allowed)} | {fmt_time(link)} | {fmt_time(allowed - link)} | "
@@ -554,7 +562,8 @@ def simulation(args):
     if forced_faster:
         names = sorted({f[5] for f in forced_faster})
         lines += [f"Run only when forced ({', '.join(names)}), and faster than the choice by more than 10% in "
-                  f"{len(forced_faster)} of {len(worst)} cells of the simulation: {radix_offering(args)}", "",
+                  f"{len(forced_faster)} of {len(worst)} cells of the simulation (where each is offered: "
+                  "algo/select.cc):", "",
                   "| collective | scale | size | chosen | forced-only | its time / chosen's |",
                   "| --- | ---: | ---: | --- | --- | ---: |"]
         for ratio, coll, n, sz, ch, algo in sorted(forced_faster, key=lambda f: (f[1], f[2], f[3])):
