@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/link_probe.h"
 
@@ -121,6 +122,7 @@ Topology makeCluster(int nodes, int perNode, const ModelOptions& o) {
   t.intra = o.intra;
   t.inter = o.inter;
   t.memoryGbps = o.memoryGbps;
+  t.linkBufferBytes = linkCapacityOf(Config{});  // as a run with the default settings has them
   return t;
 }
 

@@ -56,7 +56,8 @@ size_t parseSizeFlag(const char* text, const char* tool, const char* flag);
 // all_gather, broadcast, reduce, alltoall); false when unknown.
 bool collFromName(const std::string& name, Coll* out);
 
-// `nodes` nodes of `perNode` ranks, node by node, with the options' links.
+// `nodes` nodes of `perNode` ranks, node by node, with the options' links
+// (each buffering what the library's default settings give a link).
 Topology makeCluster(int nodes, int perNode, const ModelOptions& o);
 
 }  // namespace strata

@@ -18,7 +18,9 @@
 #include <vector>
 
 #include "algo/cost_model.h"
+#include "algo/ring_blocks.h"
 #include "algo/select.h"
+#include "core/config.h"
 #include "core/error.h"
 #include "model_options.h"
 #include "topo/topo_json.h"
@@ -46,6 +48,7 @@ int main(int argc, char** argv) {
       for (int n = 1; n <= 1 << 16; ++n) {
         try {
           topos.push_back(readTopologyFile(o.topoFile, n));
+          topos.back().linkBufferBytes = linkCapacityOf(Config{});  // set at init in a run
           break;
         } catch (const Error& e) {
           if (std::string(e.what()).find("describes") == std::string::npos) throw;
@@ -80,9 +83,9 @@ int main(int argc, char** argv) {
         double bus = busBandwidth(coll, bytes, t.nranks(), bestUs);
         if (o.json) {
           std::printf("%s  {\"nodes\": %d, \"per_node\": %d, \"bytes\": %zu, \"chosen\": \"%s\", \"us\": %.3f, "
-                      "\"busbw\": %.4f, \"candidates\": {%s}, \"forced_only\": [%s]}",
+                      "\"busbw\": %.4f, \"candidates\": {%s}, \"forced_only\": [%s], \"node_ring_slice\": %zu}",
                       first ? "" : ",\n", t.nnodes(), t.maxLocal(), bytes, best.c_str(), bestUs, bus, cands.c_str(),
-                      forcedOnly.c_str());
+                      forcedOnly.c_str(), nodeRingSliceBytes(t, o.chunk));
           first = false;
         } else {
           std::printf("%14zu %-20s %14.1f %12.3f   %s\n", bytes, best.c_str(), bestUs, bus, cands.c_str());

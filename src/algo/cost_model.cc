@@ -7,6 +7,7 @@
 #include "algo/hierarchical/teams.h"
 #include "algo/log_blocks.h"
 #include "algo/radix_blocks.h"
+#include "algo/ring_blocks.h"
 
 namespace strata {
 
@@ -221,9 +222,9 @@ double interColumnsUs(const Topology& t, double bytesPerStep, double phases) {
 
 // The intra-node stage: on each node a ring over its ranks that moves
 // `blocks` blocks of `blockBytes` (in rounds of one block per member), each
-// cut into pipeline chunks.
+// cut into the slices of a ring inside a node (nodeRingSliceBytes).
 double intraRingsUs(const Topology& t, double blocks, double blockBytes, size_t chunk) {
-  const double p = double(sliceCount(size_t(blockBytes), chunk));
+  const double p = double(sliceCount(size_t(blockBytes), nodeRingSliceBytes(t, chunk)));
   double worst = 0;
   for (int m = 0; m < t.nnodes(); ++m) {
     const double l = double(t.node(m).size());
@@ -312,12 +313,13 @@ double hierHalvingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
 // The intra-node stage of the hierarchical reduce-scatter / all-gather: on
 // each node a ring over its ranks in which every column travels as one block
 // of `blockBytes` per node that has the column (teams.h: columnRuns; a column
-// split into several runs takes as many rounds), cut into pipeline chunks.
+// split into several runs takes as many rounds), cut into the slices of a
+// ring inside a node (nodeRingSliceBytes).
 double intraColumnRingsUs(const Topology& t, double blockBytes, size_t chunk) {
   const std::vector<ColumnRun> runs = columnRuns(t);
   double maxRun = 0;
   for (const ColumnRun& r : runs) maxRun = std::max(maxRun, double(r.count) * blockBytes);
-  const double p = double(sliceCount(size_t(maxRun), chunk));
+  const double p = double(sliceCount(size_t(maxRun), nodeRingSliceBytes(t, chunk)));
   double worst = 0;
   for (int m = 0; m < t.nnodes(); ++m) {
     const size_t l = t.node(m).size();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "algo/plan.h"
+#include "topo/topology.h"
 
 namespace strata {
 
@@ -32,6 +33,14 @@ struct Team {
   int me = 0;                // my index in members
   int size() const { return int(members.size()); }
 };
+
+// The slice of a ring inside a node (the stage there of the hierarchical
+// algorithms): the pipeline chunk, or longer where the node's link would move
+// a chunk in less than a few of its latencies (NVLink class: 2 us and 450
+// GB/s move 512 KiB in 1.2 us, so every phase would cost mostly latency), up
+// to half of what a link buffers (Topology::linkBufferBytes; unknown: the
+// chunk). The same on every rank; the cost model uses it too.
+size_t nodeRingSliceBytes(const Topology& t, size_t chunkBytes);
 
 // `finalize` marks the owner's last reduction as the operation's final one.
 void emitRingReduceScatter(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks,

@@ -5,6 +5,7 @@
 
 #include "algo/algorithms.h"
 #include "algo/cost_model.h"
+#include "algo/ring_blocks.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -260,9 +261,12 @@ size_t pipelineSliceBytes(size_t configured, size_t linkCapacity) {
   return slice < 64 ? 64 : slice;
 }
 
-std::string algorithmSummary(const Config& config) {
-  return format("algorithms chosen by the cost model (predicted fastest); pipeline slice %zu B; forced: %s",
-                config.chunkBytes, config.algo.empty() ? "none" : config.algo.c_str());
+std::string algorithmSummary(const Config& config, const Topology& topo) {
+  const size_t slice = pipelineSliceBytes(config.chunkBytes, linkCapacityOf(config));
+  const size_t inside = nodeRingSliceBytes(topo, slice);
+  return format("algorithms chosen by the cost model (predicted fastest); pipeline slice %zu B%s; forced: %s",
+                slice, inside != slice ? format(", %zu B in the rings inside a node (its fast link)", inside).c_str() : "",
+                config.algo.empty() ? "none" : config.algo.c_str());
 }
 
 }  // namespace strata

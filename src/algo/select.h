@@ -63,6 +63,6 @@ Plan buildP2PPlan(const std::vector<P2POp>& ops, int rank, int nranks);
 size_t pipelineSliceBytes(size_t configured, size_t linkCapacity);
 
 // Names accepted by STRATA_ALGO, and the threshold summary for INFO logs.
-std::string algorithmSummary(const Config& config);
+std::string algorithmSummary(const Config& config, const Topology& topo);
 
 }  // namespace strata

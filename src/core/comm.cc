@@ -90,7 +90,7 @@ Comm::Comm(int nranks, int rank, const UniqueIdData& id, Config config)
     STRATA_INFO("strata %d.%d.%d: %d ranks, kernels %s", STRATA_MAJOR, STRATA_MINOR, STRATA_PATCH,
                 nranks_, kernels::isaName());
     STRATA_INFO("%s", config_.describe().c_str());
-    STRATA_INFO("%s", algorithmSummary(config_).c_str());
+    STRATA_INFO("%s", algorithmSummary(config_, topo_).c_str());
   }
   if (logLevel() >= LogLevel::kInfo) STRATA_INFO("%s", transportSummary().c_str());
 }
@@ -116,6 +116,7 @@ void Comm::buildTopology() {
   for (const RankInfo& r : ranks_) cpus.push_back(RankCpus{r.kernel, r.cpuSet, r.cpus});
   topo_.coresShared = ranksOutnumberCpus(cpus);  // a fact of this launch, topology file or not
   topo_.host = detectHostHardware();
+  topo_.linkBufferBytes = linkCapacity();
   if (topo_.intra.source.empty()) topo_.intra = defaultIntraLink(config_);
   if (!config_.intraLink.empty()) topo_.intra = parseLinkParams(config_.intraLink, "STRATA_INTRA_LINK");
   if (!config_.interLink.empty()) {
@@ -166,12 +167,7 @@ uint8_t* Comm::scratch(size_t bytes) {
   return scratch_.data();
 }
 
-size_t Comm::linkCapacity() const {
-  // The smallest buffering any transport gives a link (the plans assume it).
-  size_t shm = config_.shmSlotBytes * size_t(config_.shmSlots);
-  size_t net = config_.netSlotBytes * size_t(config_.netSlots);
-  return std::min({shm, net, config_.tcpBufferBytes});
-}
+size_t Comm::linkCapacity() const { return linkCapacityOf(config_); }
 
 void Comm::addChannel(int peer, std::unique_ptr<Channel> ch) {
   links_.push_back(ch.get());

@@ -169,4 +169,10 @@ std::string Config::describe() const {
       deviceStagingBytes, deviceStagingSlots, int(cudaIpc), int(deviceWaitKernel));
 }
 
+size_t linkCapacityOf(const Config& c) {
+  const size_t shm = c.shmSlotBytes * size_t(c.shmSlots);
+  const size_t net = c.netSlotBytes * size_t(c.netSlots);
+  return std::min({shm, net, c.tcpBufferBytes});
+}
+
 }  // namespace strata

@@ -73,6 +73,9 @@ struct Config {
   std::string describe() const;    // one line per variable, for INFO logs
 };
 Config readConfig();
+// Bytes a link buffers each way under `c`: the smallest over the transports
+// (shm slots, network slots, TCP socket buffers); ring plans must fit in it.
+size_t linkCapacityOf(const Config& c);
 // A file name from a setting with its placeholders filled: %r the rank, %p the pid.
 std::string expandFilePattern(std::string pattern, int rank);
 

@@ -10,6 +10,7 @@
 // written with STRATA_TOPO_DUMP_FILE (topo_json.cc).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -122,6 +123,13 @@ class Topology {
   // then costs its CPU time another rank needed, which no link parameter
   // prices, so algorithms that send several messages a step are not offered.
   bool coresShared = false;
+  // Bytes a link between two ranks buffers each way before its receiver must
+  // take them (Comm::linkCapacity: the smallest over the transports), set at
+  // init; 0 where not known (a topology built by hand). A ring phase sends its
+  // whole slice before receiving, so no slice may exceed half of it; known,
+  // the rings inside a node may use slices longer than the pipeline chunk
+  // (nodeRingSliceBytes, algo/ring_blocks.h).
+  size_t linkBufferBytes = 0;
 
   // A one-screen summary for INFO logs.
   std::string summary() const;

@@ -41,13 +41,21 @@ const char* kTwoByTwoRails =
     R"({"ranks": [{"node": 0}, {"node": 1}, {"node": 0}, {"node": 1}],
         "links": {"intra": {"alpha_us": 1.5, "gbps": 8}, "inter": {"alpha_us": 20, "gbps": 0.5, "rails": 2}}})";
 
+// 3 + 1 again, with an NVLink-class link inside a node: the rings there take
+// slices of up to half a link's buffering (nodeRingSliceBytes), 2 MiB by
+// default, instead of the 512 KiB chunk; the large cases move 1 MiB column
+// blocks, and 4 MiB parts of the all-reduce, inside a node.
+const char* kThreePlusOneFastInside =
+    R"({"ranks": [{"node": 0}, {"node": 0}, {"node": 1}, {"node": 0}],
+        "links": {"intra": {"alpha_us": 2, "gbps": 450}, "inter": {"alpha_us": 20, "gbps": 0.5}}})";
+
 // What each file places: ranks, nodes, node 0's ranks.
 struct Placement {
   int n, nodes;
   std::vector<int> node0;
 };
 Placement placementOf(const char* topo) {
-  if (topo == kThreePlusOne) return {4, 2, {0, 1, 3}};
+  if (topo == kThreePlusOne || topo == kThreePlusOneFastInside) return {4, 2, {0, 1, 3}};
   if (topo == kTwoByTwoRails) return {4, 2, {0, 2}};
   return {5, 3, {0, 3}};  // kThreeNodesUneven
 }
@@ -55,7 +63,7 @@ Placement placementOf(const char* topo) {
 struct Forced {
   const char* algo;       // STRATA_ALGO ("" = the cost model)
   const char* transport;  // STRATA_TRANSPORT
-  const char* topo;       // kThreePlusOne, kThreeNodesUneven or kTwoByTwoRails
+  const char* topo;       // one of the files above
   const char* label;
 };
 
@@ -109,7 +117,8 @@ TEST_P(TopoFileAlgorithms, EveryCollectiveOnPretendNodesMatchesReference) {
 // recursive_halving for reduce-scatter), the radix-k ones (hier_radix:
 // reduce-scatter and all-gather) and the hierarchical rings, forced
 // over shared memory and TCP, on uneven nodes and a node count that is not
-// a power of two; and the flat pairwise all-to-all in its node-by-node order.
+// a power of two; the flat pairwise all-to-all in its node-by-node order; and
+// the rings inside a node in slices longer than the chunk (a fast link there).
 INSTANTIATE_TEST_SUITE_P(
     Forced, TopoFileAlgorithms,
     ::testing::Values(Forced{"hier", "shm", kThreePlusOne, "hier"}, Forced{"hier_tree", "shm", kThreePlusOne, "hier_tree"},
@@ -124,7 +133,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Forced{"hier_radix", "shm", kThreePlusOne, "hier_radix_shm"},
                       Forced{"", "tcp", kThreeNodesUneven, "auto_tcp_3nodes"},
                       Forced{"pairwise", "tcp", kTwoByTwoRails, "pairwise_node_by_node_tcp"},
-                      Forced{"pairwise", "shm", kTwoByTwoRails, "pairwise_node_by_node_shm"}),
+                      Forced{"pairwise", "shm", kTwoByTwoRails, "pairwise_node_by_node_shm"},
+                      Forced{"hier_ring", "shm", kThreePlusOneFastInside, "hier_ring_fast_inside_shm"},
+                      Forced{"hier_radix", "tcp", kThreePlusOneFastInside, "hier_radix_fast_inside_tcp"}),
     [](const auto& info) { return std::string(info.param.label); });
 
 // Pretend nodes whose file gives no link parameters: init measures them (the

@@ -61,7 +61,10 @@ std::string runPlanCase(Coll coll, const char* algo, bool inPlace, int n, size_t
     inputs.push_back(in[size_t(r)].data());
     out[size_t(r)].assign(std::max(recvElems, sendElems) * e + 1, 0xEE);
   }
-  MemFabric fabric(n, 1024, 3);
+  // Links buffer 3 KiB, or what the topology says they buffer (the rings
+  // inside a node may then take longer slices: nodeRingSliceBytes).
+  const int slots = topo && topo->linkBufferBytes ? int(topo->linkBufferBytes / 1024) : 3;
+  MemFabric fabric(n, 1024, slots);
   std::vector<std::string> errors(static_cast<size_t>(n));
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {

@@ -12,7 +12,8 @@
 namespace strata::test {
 
 // `algo`: forced STRATA_ALGO value ("" = the cost model's choice). `topo`:
-// the placement hierarchical algorithms see (nullptr: none). Returns "" or
+// the placement hierarchical algorithms see (nullptr: none; its
+// linkBufferBytes, when set, is what the in-memory links buffer). Returns "" or
 // the first problem found. `pieceElems` > 0: the send and receive buffers are
 // scattered over separate allocations of about that many elements each (as
 // fusion lays tensors out), seen by the plan as one buffer made of pieces.

@@ -14,6 +14,7 @@
 #include "algo/algorithms.h"
 #include "algo/cost_model.h"
 #include "algo/log_blocks.h"
+#include "algo/ring_blocks.h"
 #include "algo/select.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -483,6 +484,77 @@ TEST(HierPlans, SlicedExchangesOnSlowLinksMatchTheReference) {
       for (bool inPlace : {false, true}) {
         std::string err = test::runPlanCase(coll, algo, inPlace, slow.nranks(), count, strataFloat32, strataSum, 0,
                                             &slow);
+        ASSERT_EQ(err, "") << l.name << " " << collName(coll) << " " << algo << (inPlace ? " in place" : "");
+      }
+    }
+  }
+}
+
+// The rings inside a node take slices longer than the pipeline chunk where
+// the node's link would move a chunk in under four of its latencies, up to
+// half of what a link buffers; not where that buffering is unknown or too
+// small, nor on this project's shm defaults. Longer slices mean fewer phases
+// and a shorter prediction, with the same results (the in-memory links then
+// buffer exactly what the topology says), on even and uneven nodes.
+TEST(HierPlans, RingsInsideFastNodesTakeLongerSlices) {
+  const size_t chunk = 524288;
+  Topology t = cluster(2, 8);
+  t.intra = LinkParams{2, 450, "test"};  // NVLink class: a chunk in 1.2 us
+  EXPECT_EQ(nodeRingSliceBytes(t, chunk), chunk);  // buffering unknown
+  t.linkBufferBytes = size_t(4) << 20;
+  EXPECT_EQ(nodeRingSliceBytes(t, chunk), size_t(2) << 20);  // wants 3.6 MB: half the buffer
+  t.linkBufferBytes = size_t(1) << 20;
+  EXPECT_EQ(nodeRingSliceBytes(t, chunk), chunk);  // half the buffer is the chunk
+  t.linkBufferBytes = size_t(64) << 20;
+  EXPECT_EQ(nodeRingSliceBytes(t, chunk), size_t(3600000));
+  t.intra = LinkParams{1.5, 8, "default (shm)"};  // 48 KB wanted
+  EXPECT_EQ(nodeRingSliceBytes(t, chunk), chunk);
+
+  const std::pair<Coll, const char*> cases[] = {
+      {Coll::kAllReduce, "hier_ring"},      {Coll::kAllReduce, "hier_halving"},
+      {Coll::kReduceScatter, "hier_ring"},  {Coll::kReduceScatter, "hier_halving"},
+      {Coll::kReduceScatter, "hier_radix"}, {Coll::kAllGather, "hier_ring"},
+      {Coll::kAllGather, "hier_halving"},   {Coll::kAllGather, "hier_radix"}};
+  const size_t count = 2053;  // a prime: slices that do not split evenly
+  for (const Layout& l : layouts()) {
+    if (l.nodeOf.size() > 8) continue;
+    Topology fast = Topology::fromNodeIds(l.nodeOf);
+    fast.intra = LinkParams{2, 450, "test"};
+    fast.inter = LinkParams{20, 1, "test"};
+    Topology unknown = fast;
+    fast.linkBufferBytes = 16384;  // slices of 8 KiB instead of the 4 KiB chunk
+    EXPECT_EQ(nodeRingSliceBytes(fast, 4096), size_t(8192));
+    for (const auto& [coll, algo] : cases) {
+      CollArgs a;
+      a.coll = coll;
+      a.nranks = fast.nranks();
+      a.count = coll == Coll::kAllReduce ? count * size_t(a.nranks) : count;
+      a.chunkBytes = 4096;
+      Config cfg;
+      cfg.algo = algo;
+      size_t fastPhases = 0, plainPhases = 0;
+      for (int r = 0; r < a.nranks; ++r) {
+        a.rank = r;
+        a.topo = &fast;
+        fastPhases += buildCollectivePlan(a, OpDesc{}, cfg).phases.size();
+        a.topo = &unknown;
+        plainPhases += buildCollectivePlan(a, OpDesc{}, cfg).phases.size();
+      }
+      // The outer slices (hierBlockSlices, hierOuterSlices) keep what the
+      // ring inside a node moves at a chunk a node: fewer phases only with
+      // several nodes, and for the all-reduce only where a part is longer.
+      const size_t bytes = collectiveBytes(coll, a.count, 4, a.nranks);
+      const double fastUs = predictUs(algo, coll, bytes, fast, 4096), plainUs = predictUs(algo, coll, bytes, unknown, 4096);
+      if (fast.nnodes() > 1 && fast.maxLocal() > 1 && coll != Coll::kAllReduce) {
+        EXPECT_LT(fastPhases, plainPhases) << l.name << " " << collName(coll) << " " << algo;
+        EXPECT_LT(fastUs, plainUs) << l.name << " " << collName(coll) << " " << algo;
+      } else {
+        EXPECT_LE(fastPhases, plainPhases) << l.name << " " << collName(coll) << " " << algo;
+        EXPECT_LE(fastUs, plainUs) << l.name << " " << collName(coll) << " " << algo;
+      }
+      for (bool inPlace : {false, true}) {
+        std::string err = test::runPlanCase(coll, algo, inPlace, fast.nranks(), a.count, strataFloat32, strataSum,
+                                            0, &fast);
         ASSERT_EQ(err, "") << l.name << " " << collName(coll) << " " << algo << (inPlace ? " in place" : "");
       }
     }

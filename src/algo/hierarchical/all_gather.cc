@@ -70,7 +70,7 @@ void buildHierAllGather(const CollArgs& a, Plan& plan, ColumnAllGather across) {
       if (nodes == 1 && r.rank0 == a.rank) b.src = mine;
       blocks.push_back(b);
     }
-    emitRingAllGather(plan, local, blocks, a.chunkBytes);
+    emitRingAllGather(plan, local, blocks, nodeRingSliceBytes(t, a.chunkBytes));
   }
 }
 

@@ -64,12 +64,12 @@ void buildHierTwoLevelAllReduce(const CollArgs& a, Plan& plan, ColumnAllReduce c
       b.elems = len;
       parts.push_back(b);
     }
-    emitRingReduceScatter(plan, local, parts, a.chunkBytes, nodes == 1);
+    emitRingReduceScatter(plan, local, parts, nodeRingSliceBytes(t, a.chunkBytes), nodes == 1);
     if (nodes > 1)
       for (int j : mine)
         column(plan, columnTeam(t, j, a.rank), parts[size_t(j)].dst, parts[size_t(j)].elems, a);
     for (RingBlock& b : parts) b.src = b.dst;
-    emitRingAllGather(plan, local, parts, a.chunkBytes);
+    emitRingAllGather(plan, local, parts, nodeRingSliceBytes(t, a.chunkBytes));
   }
 }
 

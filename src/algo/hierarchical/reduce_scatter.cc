@@ -71,7 +71,7 @@ void buildHierReduceScatter(const CollArgs& a, Plan& plan, ColumnReduceScatter a
       else if (b.owner == local.me) b.dst = plus(columnSum[size_t(r.column)], (r.first * c + begin) * e);
       blocks.push_back(b);
     }
-    emitRingReduceScatter(plan, local, blocks, a.chunkBytes, nodes == 1);
+    emitRingReduceScatter(plan, local, blocks, nodeRingSliceBytes(t, a.chunkBytes), nodes == 1);
     if (nodes == 1) continue;
     for (int j : carriedColumns(t, a.rank)) {
       std::vector<RingBlock> column(static_cast<size_t>(nodes));
