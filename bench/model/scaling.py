@@ -38,6 +38,13 @@ def predict(coll, args, extra=()):
                     "--memory", args.memory, "-b", "64K", "-e", "4G", "-f", "4", *extra)
 
 
+def node_slice(args):
+    """The slice a ring inside a node takes on the given links (strata-model's node_ring_slice, the library's
+    nodeRingSliceBytes)."""
+    return run_json(MODEL, "all_gather", "--nodes", "8", "--per-node", str(args.per_node), "--intra", args.intra,
+                    "--inter", args.inter, "-b", "64M", "-e", "64M")[0]["node_ring_slice"]
+
+
 def fmt_size(b):
     for unit, k in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if b >= k:
@@ -206,24 +213,26 @@ def scatter_gather_reading(predictions, args):
     allowed = time_for_90_percent(a["us"], lo * args.per_node, hi * args.per_node)
     link = link_floor_us(size, gbps, hi)
     # The stage inside the nodes: what the model gives the same algorithm with the network made free.
-    inside = run_json(MODEL, "reduce_scatter", "--nodes", str(hi), "--per-node", str(args.per_node), "--intra",
-                      args.intra, "--inter", "0,1e9", "--memory", args.memory, "-b", str(size), "-e",
-                      str(size))[0]["candidates"][b["chosen"]]
-    chunk = 512 << 10  # strata-model's --chunk, left at its default here
-    pieces = size // args.per_node // chunk
+    inside_row = run_json(MODEL, "reduce_scatter", "--nodes", str(hi), "--per-node", str(args.per_node), "--intra",
+                          args.intra, "--inter", "0,1e9", "--memory", args.memory, "-b", str(size), "-e",
+                          str(size))[0]
+    inside = inside_row["candidates"][b["chosen"]]
+    slice_bytes = inside_row["node_ring_slice"]  # nodeRingSliceBytes, as the planner cuts that ring
+    pieces = size // args.per_node // slice_bytes
     gap = ("- 90% of the " f"{lo}-node busbw on {hi} nodes (the table above): at {fmt_size(size)} the "
            f"{fmt_time(b['us'] - link)} {b['chosen']} takes beyond its link floor ({fmt_time(allowed - link)} "
            f"allowed) are, in the cost model's terms (algo/cost_model.cc), {fmt_time(inside)} of the stage inside "
            f"the nodes and the reductions (the model's {b['chosen']} with the network made free, `--inter 0,1e9`: "
-           f"mostly the ring inside each node, {args.per_node - 1} steps of {pieces} chunks of 512 KiB, each paying "
-           f"the {intra_alpha:g} µs latency of a link that moves the chunk in {chunk / (intra_gbps * 1e3):.2g} µs) "
+           f"mostly the ring inside each node, {args.per_node - 1} steps of {pieces} slices of "
+           f"{fmt_size(slice_bytes)}, each paying the {intra_alpha:g} µs latency of a link that moves the slice in "
+           f"{slice_bytes / (intra_gbps * 1e3):.2g} µs; a ring inside a node takes slices that long on such a link, "
+           "up to half of what a link buffers: ring_blocks.h, nodeRingSliceBytes) "
            f"and {fmt_time(b['us'] - link - inside)} across nodes (the latencies of the steps' phases). "
-           "Reaching 90% needs "
-           "the stage inside the nodes to run beside the transfers across them (it uses other links) or to stream "
-           "its chunks without a latency each: changes to how the executor runs phases (a phase waits for the "
-           "one before it on its rank), not yet made; and made, they would lift the "
-           f"{lo}-node hierarchical exchange past the ring too, toward a ratio whose ceiling, with both scales at "
-           "their link floors, is under 0.90 (the paragraph under the table).")
+           "What is left of the first needs the stage inside the nodes to run beside the transfers across them "
+           "(it uses other links), which the plans do not do yet: a rank runs its phases one after another, so "
+           "the two stages would have to share phases, or the blocks a carrier receives across nodes go on into "
+           "the ring inside its node as they arrive (as a ring's receive-and-forward flows do); the paragraphs "
+           "under the table give the most it can bring.")
     return [wins, gap]
 
 
@@ -292,21 +301,26 @@ def scale_out(predictions, args):
             lines.append(f"**{coll}**: 64 KiB on {hi} x {args.per_node} ranks takes {fmt_time(small['us'])} "
                          f"({small['chosen']}); hier_halving's log2 steps, {fmt_time(small['candidates']['hier_halving'])}"
                          f"; the flat ring, {fmt_time(small['candidates']['ring'])}.")
-        lines += ["", f"| size | busbw {lo} nodes | busbw {hi} nodes | ratio | time {hi} nodes may take for 90% | "
+        lines += ["", f"| size | busbw {lo} nodes | busbw {hi} nodes | ratio | ratio to the {lo}-node fastest | "
+                  f"time {hi} nodes may take for 90% | "
                   f"of which {hi} nodes' link floor | left for latency and the stages inside nodes | "
                   f"{hi}-node choice's time beyond its link floor | latencies the budget pays (partners a step) |",
-                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for sz in sorted({r["bytes"] for r in rows if r["bytes"] >= 16 << 20}):
             a, b = by[(lo, sz)], by[(hi, sz)]
             allowed = time_for_90_percent(a["us"], n_lo, n_hi)
             link = link_floor_us(sz, gbps, hi)
+            fastest_lo = min(us for name, us in a["candidates"].items() if name not in a.get("forced_only", []))
             lines.append(f"| {fmt_size(sz)} | {a['busbw']:.3g} GB/s ({a['chosen']}) | {b['busbw']:.3g} GB/s "
                          f"({b['chosen']}) | {b['busbw'] / a['busbw']:.2f} | "
+                         f"{b['busbw'] / (a['busbw'] * a['us'] / fastest_lo):.2f} | "
                          f"{fmt_time(allowed)} | {fmt_time(link)} | {fmt_time(allowed - link)} | "
                          f"{fmt_time(b['us'] - link)} | {latency_steps_left(allowed - link, alpha, hi)} |")
         lines.append("")
     lines += [f"*ratio*: the {hi}-node busbw over the {lo}-node one, both the selector's choice (the target: at least "
-              f"0.90 from 16 MiB up). hier_radix (algo/radix_blocks.h: up to {RADIX_MAX - 1} partners a step, {hi} "
+              f"0.90 from 16 MiB up); the next column divides by the fastest algorithm the {lo}-node selector was "
+              f"offered instead, which it passes over where another is predicted within its tie band "
+              f"(algo/select.cc, pickFastest: a few percent, where it prefers the hierarchical algorithm). hier_radix (algo/radix_blocks.h: up to {RADIX_MAX - 1} partners a step, {hi} "
               f"nodes in {math.ceil(math.log(hi, RADIX_MAX) - 1e-9)} steps instead of {math.ceil(math.log2(hi))}) is "
               "offered here: the model's links are given, their per-message gap too (0), and every rank has a CPU "
               "of its own (the simulation section says where it is not offered, and why). "
@@ -338,29 +352,25 @@ def scale_out(predictions, args):
               f"nodes beside the one across them) brings it there on {lo} nodes too, where it then beats the ring, "
               f"and the ratio tends to {ceiling:.3f}, under 0.90: the measure that can reach 0.90 is each scale's "
               f"busbw against its own floor.", ""]
-    # How much of the way is the stage inside the nodes: the same model with pipeline chunks long enough
-    # that an NVLink-class link's latency no longer dominates each (STRATA_CHUNK_BYTES; strata-model --chunk).
-    big_chunk = "4M"
-    with_chunk = {coll: {(r["nodes"], r["bytes"]): r for r in predict(coll, args, ("--chunk", big_chunk))
-                         if r["nodes"] in (lo, hi)} for coll in ("reduce_scatter", "all_gather")}
-    cells, large = [], []
-    for coll, by in with_chunk.items():
+    # What running the stage inside the nodes beside the one across them could bring at most: the same
+    # model with the links inside the nodes made free (strata-model --intra 0,1e9), both scales.
+    free_inside = {coll: {(r["nodes"], r["bytes"]): r for r in predict(coll, args, ("--intra", "0,1e9"))
+                          if r["nodes"] in (lo, hi)} for coll in ("reduce_scatter", "all_gather")}
+    cells = []
+    for coll, by in free_inside.items():
         for sz in sorted({b for (_, b) in by if b >= 16 << 20}):
             a, b = by[(lo, sz)], by[(hi, sz)]
-            ratio = b["busbw"] / a["busbw"]
-            if sz >= 64 << 20:
-                large.append(ratio)
-            cells.append(f"{coll} {fmt_size(sz)} {ratio:.2f} ({b['chosen']} / {a['chosen']}, "
+            cells.append(f"{coll} {fmt_size(sz)} {b['busbw'] / a['busbw']:.2f} ({b['chosen']} / {a['chosen']}, "
                          f"{b['busbw'] / floor_busbw(hi, n_hi):.0%} of the {hi}-node floor)")
-    lines += [f"*The stage inside the nodes*: with the default 512 KiB pipeline chunk every step of the ring "
-              f"inside a node pays the NVLink-class link's {args.intra.split(',')[0]} µs latency to move what it "
-              f"moves in a fraction of that (the reading below has the figures). With chunks of "
-              f"{big_chunk[:-1]} MiB (`--chunk {big_chunk}`; STRATA_CHUNK_BYTES is what a run on such links would "
-              "set) the ratios, the two choices and the larger cluster's share of its floor are: "
-              + "; ".join(cells) + f". From 64 MiB up that is {min(large):.2f}-{max(large):.2f}, about the "
-              f"ceiling's {ceiling:.3f} (past it where the {lo}-node choice is further from its floor): what stands "
-              "between the default and the target there is how long the chunks inside the nodes are, not the "
-              "exchange across them. At 16 MiB it is the latencies of the steps across the nodes.", ""]
+    lines += [f"*The stage inside the nodes*: on these links a ring inside a node moves "
+              f"{fmt_size(node_slice(args))} a phase (nodeRingSliceBytes: at the default 512 KiB chunk the "
+              f"{args.intra.split(',')[0]} µs link would pay its latency for every 1.2 µs of bytes; half of the "
+              "4 MiB a link buffers by default is the most a ring's phase may send before it receives). That stage "
+              "still runs before (reduce-scatter) or after (all-gather) the one across the nodes. The most running "
+              "the two side by side could bring is the model with the links inside the nodes made free "
+              "(`--intra 0,1e9`, both scales; the ratio, the two choices and the larger cluster's share of its "
+              "floor): " + "; ".join(cells) + ". At 16 MiB the rest is the latencies of the steps across the "
+              "nodes.", ""]
     return lines
 
 

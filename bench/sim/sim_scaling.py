@@ -15,7 +15,9 @@ the model in docs/scaling.md.
 every replay stays as it was), recompute the model's column and the
 selector's choice of the saved rows with strata-model (the same functions;
 both take the size in bytes), and replay only the scenarios and FSDP layers
-whose choice changed (a layer's choice: the step on that node count).
+whose choice changed (a layer's choice: the step on that node count). After
+plans changed, replay their rows first (--algos) and add --rerun-extras to
+replay every scenario and the FSDP step too.
 
 Counts are bytes (uint8), so 64 KiB splits into blocks even on 32768 ranks.
 Replays that would send more than --max-messages fragments (rings over
@@ -59,6 +61,8 @@ def main():
     p.add_argument("--refresh-model", action="store_true", help="recompute the model column, the choice and the "
                    "offered algorithms of --out's rows (no replay); replay the scenarios and FSDP layers whose "
                    "choice changed")
+    p.add_argument("--rerun-extras", action="store_true", help="with --refresh-model, after a change to plans: "
+                   "replay every scenario and the whole FSDP step again, whatever the choice")
     p.add_argument("--algos", help="replay only these algorithms (comma-separated) of --colls at every scale and "
                    "size, and merge their rows into --out, replacing the same cells (an algorithm added or changed)")
     p.add_argument("--replay-reduced", action="store_true", help="after a change to strata-sim's reduction alone: "
@@ -241,7 +245,7 @@ def refresh_model(args):
     stale = []
     for r in saved["scenarios"]:
         cands, choice, _ = model(r["coll"], r["nodes"], r["bytes"])
-        if choice != r["algorithm"]:
+        if choice != r["algorithm"] or args.rerun_extras:
             stale.append((r["coll"], r["bytes"], r["scenario"]))
         r["model_us"] = cands.get(r["algorithm"], r["model_us"])
     for coll, size, name in stale:
@@ -260,7 +264,7 @@ def refresh_model(args):
     for step in saved.get("fsdp", []):
         now = [model(c, step["nodes"], size << 20)[1] for size in (1, 4, 16, 64)
                for c in ("all_gather", "reduce_scatter")]
-        if now != step["algorithms"].split(","):
+        if now != step["algorithms"].split(",") or args.rerun_extras:
             fsdp_stale.append(str(step["nodes"]))
     if fsdp_stale:
         out = subprocess.run([SIM, "all_gather", "--fsdp-step", "--nodes", ",".join(fsdp_stale), "--per-node",
@@ -272,7 +276,8 @@ def refresh_model(args):
     notes = saved.setdefault("notes", [])
     notes.append(f"Model column, selector's choice and the algorithms offered to it recomputed with strata-model "
                  f"after a cost-model or selector change "
-                 f"(`sim_scaling.py --refresh-model`, {time.strftime('%Y-%m-%d')}); replays unchanged"
+                 f"(`sim_scaling.py --refresh-model{' --rerun-extras' if args.rerun_extras else ''}`, "
+                 f"{time.strftime('%Y-%m-%d')}); replays unchanged"
                  + (f"; choices changed: {'; '.join(changed)}" if changed else "; no choice changed")
                  + (f"; scenarios re-run: {len(stale)}" if stale else "")
                  + (f"; the FSDP step re-run on {', '.join(fsdp_stale)} nodes" if fsdp_stale else "") + ".")
