@@ -57,6 +57,12 @@ int64_t decodeSetupBlobLength(const uint8_t in[kBlobLengthBytes]) {
   return len > kMaxSetupBlobBytes ? -1 : int64_t(len);
 }
 
+std::string encodeGoodbyeFrame() {
+  uint8_t header[kFrameHeaderBytes];
+  encodeFrameHeader(FrameType::kGoodbye, 0, header);
+  return std::string(reinterpret_cast<const char*>(header), kFrameHeaderBytes);
+}
+
 std::string encodeArrivedFrame(uint64_t seq, uint8_t coll) {
   std::string frame(kFrameHeaderBytes + kArrivedBytes, '\0');
   encodeFrameHeader(FrameType::kArrived, kArrivedBytes, reinterpret_cast<uint8_t*>(frame.data()));

@@ -38,6 +38,11 @@ void LivenessSocket::onReadable() {
       inbox_.erase(0, kFrameHeaderBytes + len);
       continue;
     }
+    if (type == uint32_t(FrameType::kGoodbye) && len == 0) {
+      goodbye_ = true;
+      inbox_.erase(0, kFrameHeaderBytes);
+      continue;
+    }
     if (type != uint32_t(FrameType::kAbort) || len > kMaxAbortBytes) {
       closed_ = true;
       abortCode_ = strataRemoteError;

@@ -30,6 +30,9 @@ class LivenessSocket {
   // the peer's own cause (a mismatch it found) is better, and EOF is not.
   void throwAbortWithin(int graceMs);
   bool gone() const { return closed_; }
+  // The peer said GOODBYE before it closed: it destroyed its communicator
+  // after its last operation, and what it sent may still be on its way.
+  bool saidGoodbye() const { return goodbye_; }
   void sendAbort(strataResult_t code, const std::string& message) noexcept;
   void announce(const std::string& frame) noexcept;
   uint64_t announcedSeq() const { return announcedSeq_; }
@@ -41,6 +44,7 @@ class LivenessSocket {
   Fd fd_;
   int peer_;
   bool closed_ = false;
+  bool goodbye_ = false;
   std::string inbox_;  // partial frame bytes
   uint64_t announcedSeq_ = 0;
   strataResult_t abortCode_ = strataSuccess;
@@ -62,6 +66,7 @@ class LivenessChannel : public Channel {
     live_.sendAbort(code, message);
   }
   void announceArrival(const std::string& frame) noexcept override { live_.announce(frame); }
+  void sayGoodbye() noexcept override { live_.announce(encodeGoodbyeFrame()); }
   uint64_t announcedSeq() const override { return live_.announcedSeq(); }
 
  protected:

@@ -84,6 +84,9 @@ class Channel {
   // Best effort: tells the peer this rank is inside operation `seq` (an
   // ARRIVED frame from encodeArrivedFrame). Never throws.
   virtual void announceArrival(const std::string& frame) noexcept {}
+  // Best effort: tells the peer this rank is destroying its communicator
+  // after its last operation (a GOODBYE frame). Never throws.
+  virtual void sayGoodbye() noexcept {}
   // The highest operation the peer announced (0: none).
   virtual uint64_t announcedSeq() const { return 0; }
 };
@@ -133,8 +136,11 @@ uint32_t chooseTransport(const LinkContext& ctx);
 // Frames on the liveness / TCP socket: 8-byte header then payload.
 // ARRIVED (16-byte payload: seq, collective) is sent by a rank that has waited
 // long inside an operation, so that its peers can tell it from one that never
-// arrived (see exec/waiter.h).
-enum class FrameType : uint32_t { kData = 1, kAbort = 2, kArrived = 3 };
+// arrived (see exec/waiter.h). GOODBYE (no payload) is sent by a rank that
+// destroys its communicator without a failure: its close is then an exit
+// after its last sends, not a crash (see LivenessSocket::saidGoodbye).
+enum class FrameType : uint32_t { kData = 1, kAbort = 2, kArrived = 3, kGoodbye = 4 };
+std::string encodeGoodbyeFrame();
 constexpr uint32_t kArrivedBytes = 16;
 std::string encodeArrivedFrame(uint64_t seq, uint8_t coll);
 // Parses an ARRIVED payload; false if malformed.

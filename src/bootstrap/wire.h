@@ -18,7 +18,7 @@
 namespace strata {
 
 constexpr uint32_t kWireMagic = 0x41525453;  // "STRA"
-constexpr uint16_t kProtocolVersion = 4;
+constexpr uint16_t kProtocolVersion = 5;  // 5: the GOODBYE frame
 
 // The most ranks a communicator may have: bounds what a Hello's nranks can
 // make the bootstrap root allocate.

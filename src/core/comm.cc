@@ -97,6 +97,10 @@ Comm::Comm(int nranks, int rank, const UniqueIdData& id, Config config)
 
 Comm::~Comm() {
   deviceQueue_.reset();  // lets enqueued device operations finish while the links are up
+  // A communicator destroyed without a failure: its peers may still be
+  // taking what it sent last (a peer's close is otherwise a crash to them).
+  if (!failed())
+    for (Channel* ch : links_) ch->sayGoodbye();
   if (config_.statsAtDestroy) {
     std::string table = observer_->statsSummary();
     std::fwrite(table.data(), 1, table.size(), stderr);

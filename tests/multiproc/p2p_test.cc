@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/ranks.h"
@@ -49,6 +50,62 @@ INSTANTIATE_TEST_SUITE_P(Sizes, RingShift,
                          [](const auto& info) {
                            return std::string(std::get<1>(info.param)) + "_" + std::to_string(std::get<0>(info.param));
                          });
+
+// strataCommDestroy is not collective: a rank whose part of an operation is
+// done may destroy its communicator and exit while a peer has yet to take
+// what it sent (sends complete once the link holds the bytes). What it sent
+// must still arrive: here rank 1 sends 1.5 MB and 8 bytes, destroys and
+// exits at once, and only then does rank 0 post its receives (it sleeps
+// first), over every transport. (Seen once in CI on the namespace clusters,
+// ucx over TCP: a rank's peer finished the last all-to-all 4 ms early and
+// exited, and the rank called it gone before its last packets came; one
+// host cannot reorder them, so this guards the guarantee, not that race.)
+class EarlyDestroy : public ::testing::TestWithParam<std::tuple<const char*, const char*, const char*>> {};
+
+TEST_P(EarlyDestroy, WhatARankSentBeforeItDestroyedItsCommunicatorArrives) {
+  const auto [transport, variable, value] = GetParam();
+  test::RankSpec spec;
+  spec.nranks = 2;
+  spec.env = {{"STRATA_TRANSPORT", transport}, {"STRATA_TIMEOUT_MS", "30000"}};
+  if (*variable) spec.env[variable] = value;
+  spec.deadlineSec = 90;
+  auto outcomes = test::runRanks(spec, [](int rank, int, strataComm_t comm, const strataUniqueId&) {
+    int problems = 0;
+    const size_t counts[] = {(size_t(3) << 17) + 3, 2};  // 1.5 MB, then a short message
+    // A first exchange: the link exists before the measured part.
+    float one = 1, got = 0;
+    RANK_EXPECT(strataAllReduce(&one, &got, 1, strataFloat32, strataSum, comm, nullptr) == strataSuccess, "warm-up: %s",
+                strataGetLastError(comm));
+    if (rank == 1) {
+      for (size_t count : counts) {
+        std::vector<float> send(count);
+        test::fillRandom(strataFloat32, strataSum, send.data(), count, count);
+        RANK_EXPECT(strataSend(send.data(), count, strataFloat32, 0, comm, nullptr) == strataSuccess, "send: %s",
+                    strataGetLastError(comm));
+      }
+      RANK_EXPECT(strataCommDestroy(comm) == strataSuccess, "destroy");
+      std::fflush(stderr);
+      _exit(problems);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // rank 1 is gone by now
+    for (size_t count : counts) {
+      std::vector<float> recv(count, -1), expect(count);
+      test::fillRandom(strataFloat32, strataSum, expect.data(), count, count);
+      strataResult_t rc = strataRecv(recv.data(), count, strataFloat32, 1, comm, nullptr);
+      RANK_EXPECT(rc == strataSuccess, "recv of %zu floats: %s", count, strataGetLastError(comm));
+      if (rc != strataSuccess) break;
+      RANK_EXPECT(std::memcmp(recv.data(), expect.data(), count * 4) == 0, "payload of %zu floats wrong", count);
+    }
+    return problems;
+  });
+  EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, EarlyDestroy,
+                         ::testing::Values(std::make_tuple("shm", "", ""), std::make_tuple("tcp", "", ""),
+                                           std::make_tuple("ofi", "FI_PROVIDER", "tcp"),
+                                           std::make_tuple("ucx", "UCX_TLS", "tcp")),
+                         [](const auto& info) { return std::string(std::get<0>(info.param)); });
 
 TEST(P2P, BlockingPairSelfSendAndSizeMismatch) {
   test::RankSpec spec;

@@ -1,7 +1,7 @@
 // Why a transfer with a peer failed, as the survivors report it: the
 // liveness line's account (the peer's ABORT frame, its cause, or its exit,
 // each within the grace period), and a tcp stream's ABORT frame found behind
-// data not read yet.
+// data not read yet; and a peer's GOODBYE before its close (a clean exit).
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -55,6 +55,25 @@ TEST(LivenessCause, APeerThatExitedIsNamed) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), strataRemoteError);
     EXPECT_NE(std::string(e.what()).find("rank 4 closed its connection"), std::string::npos) << e.what();
+  }
+}
+
+// A peer that destroys its communicator cleanly says GOODBYE before its
+// close (its last packets may still be on their way over other connections);
+// one that crashes just closes. Arrival announcements before it still count.
+TEST(LivenessGoodbye, AClosePrecededByGoodbyeIsTold) {
+  for (bool goodbye : {true, false}) {
+    SocketPair p;
+    LivenessSocket mine(Fd(p.ends[0]), 2);
+    std::string frames = encodeArrivedFrame(7, 1);
+    if (goodbye) frames += encodeGoodbyeFrame();
+    ASSERT_EQ(::send(p.ends[1], frames.data(), frames.size(), 0), ssize_t(frames.size()));
+    ::close(p.ends[1]);
+    EXPECT_NO_THROW(mine.onReadable());  // EOF alone is no error
+    EXPECT_TRUE(mine.gone());
+    EXPECT_EQ(mine.saidGoodbye(), goodbye);
+    EXPECT_EQ(mine.announcedSeq(), 7u);
+    EXPECT_THROW(mine.throwIfGone(), Error);  // gone all the same when still needed
   }
 }
 
