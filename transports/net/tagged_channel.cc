@@ -331,9 +331,10 @@ class TaggedChannel : public LivenessChannel {
       // more. A peer that said GOODBYE destroyed its communicator after its
       // last operation, and what it sent may still be on its way: its
       // packets travel on the library's own connections, which a busy or
-      // shaped network can deliver after the liveness line's close (a rank
-      // that finished an all-to-all 4 ms early lost its last packets over
-      // UCX on the namespace clusters). Then keep receiving while packets
+      // shaped network can deliver after the liveness line's close (the
+      // likely cause of a CI failure on the namespace clusters, UCX over
+      // TCP: a rank whose peer finished an all-to-all 4 ms early and exited
+      // called it gone in the middle). Then keep receiving while packets
       // still come, and call it gone once none has for kAfterCloseGraceMs. A
       // peer that closed without GOODBYE crashed or was killed: gone now.
       s = reportingPeerCause([&] { return link_->peekRecv(); });
