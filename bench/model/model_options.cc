@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "algo/select.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/link_probe.h"
@@ -112,6 +113,8 @@ void parseModelOptions(int argc, char** argv, const char* tool, const char* usag
   if (o.factor < 2) o.factor = 2;
   if (o.minBytes > o.maxBytes) die(tool, usage, "-b is larger than -e");
   if (o.chunk == 0) die(tool, usage, "--chunk must be above zero");
+  // As a run takes STRATA_CHUNK_BYTES: at most half of what a link buffers.
+  o.chunk = pipelineSliceBytes(o.chunk, linkCapacityOf(Config{}));
 }
 
 Topology makeCluster(int nodes, int perNode, const ModelOptions& o) {

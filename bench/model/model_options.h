@@ -30,7 +30,8 @@ struct ModelOptions {
   // transfer can use all of it).
   LinkParams inter = givenLink(15.0, 50.0);
   double memoryGbps = 2000.0;                   // HBM-class
-  size_t minBytes = 8, maxBytes = size_t(1) << 30, factor = 4, chunk = 524288;
+  size_t minBytes = 8, maxBytes = size_t(1) << 30, factor = 4;
+  size_t chunk = 524288;  // --chunk: the pipeline slice, capped as a run caps it (pipelineSliceBytes)
   std::string topoFile;
   bool json = false;
 };
