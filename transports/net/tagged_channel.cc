@@ -326,24 +326,27 @@ class TaggedChannel : public LivenessChannel {
   void commitSend(size_t bytes) override { link_->commitSend(bytes); }
   ConstSpan peekRecv() override {
     ConstSpan s = reportingPeerCause([&] { return link_->peekRecv(); });
-    if (s.size == 0 && live_.gone()) {
-      // The peer may have sent its last packet before it closed: look once
-      // more. A peer that said GOODBYE destroyed its communicator after its
-      // last operation, and what it sent may still be on its way: its
-      // packets travel on the library's own connections, which a busy or
-      // shaped network can deliver after the liveness line's close (the
-      // likely cause of a CI failure on the namespace clusters, UCX over
-      // TCP: a rank whose peer finished an all-to-all 4 ms early and exited
-      // called it gone in the middle). Then keep receiving while packets
-      // still come, and call it gone once none has for kAfterCloseGraceMs. A
-      // peer that closed without GOODBYE crashed or was killed: gone now.
-      s = reportingPeerCause([&] { return link_->peekRecv(); });
-      if (s.size == 0 && !live_.saidGoodbye()) live_.throwIfGone();
-      const auto now = std::chrono::steady_clock::now();
-      if (s.size == 0 && lastAfterClose_ == std::chrono::steady_clock::time_point{}) lastAfterClose_ = now;
-      if (s.size > 0) lastAfterClose_ = now;
-      else if (now - lastAfterClose_ > std::chrono::milliseconds(kAfterCloseGraceMs)) live_.throwIfGone();
+    if (s.size > 0) {
+      emptySinceClose_ = {};
+      return s;
     }
+    if (!live_.gone()) return s;
+    // The peer may have sent its last packet before it closed: look once
+    // more. A peer that said GOODBYE destroyed its communicator after its
+    // last operation, and what it sent may still be on its way: its packets
+    // travel on the library's own connections, which a busy or shaped
+    // network can deliver after the liveness line's close (the likely cause
+    // of a CI failure on the namespace clusters, UCX over TCP: a rank whose
+    // peer finished an all-to-all 4 ms early and exited called it gone in
+    // the middle). Then keep receiving while packets still come, and call it
+    // gone once none has for kAfterCloseGraceMs. A peer that closed without
+    // GOODBYE crashed or was killed: gone now.
+    s = reportingPeerCause([&] { return link_->peekRecv(); });
+    if (s.size > 0) return s;
+    if (!live_.saidGoodbye()) live_.throwIfGone();
+    const auto now = std::chrono::steady_clock::now();
+    if (emptySinceClose_ == std::chrono::steady_clock::time_point{}) emptySinceClose_ = now;
+    else if (now - emptySinceClose_ > std::chrono::milliseconds(kAfterCloseGraceMs)) live_.throwIfGone();
     return s;
   }
   void consumeRecv(size_t n) override { link_->consumeRecv(n); }
@@ -354,9 +357,9 @@ class TaggedChannel : public LivenessChannel {
   // How long a failed transfer waits for the peer's own word on why.
   static constexpr int kCauseGraceMs = 200;
   // How long after the peer's exit a receive waits for packets still on
-  // their way, counted from the last one that came.
+  // their way, counted from when the link last had none (reset by each one).
   static constexpr int kAfterCloseGraceMs = 1000;
-  std::chrono::steady_clock::time_point lastAfterClose_{};
+  std::chrono::steady_clock::time_point emptySinceClose_{};
 
   // Runs a link call; a provider error it throws is replaced by the cause the
   // peer's liveness line gives (its ABORT, or its exit), when one comes.
