@@ -53,6 +53,14 @@ std::vector<Layout> layouts() {
 }
 
 
+// Phases of the plans every rank builds for `a` on `t` (a.rank and a.topo set here).
+size_t phasesOverRanks(CollArgs a, const Topology& t, const Config& cfg) {
+  size_t phases = 0;
+  a.topo = &t;
+  for (a.rank = 0; a.rank < a.nranks; ++a.rank) phases += buildCollectivePlan(a, OpDesc{}, cfg).phases.size();
+  return phases;
+}
+
 class HierExec : public ::testing::TestWithParam<Layout> {};
 
 TEST_P(HierExec, EveryCollectiveAndAlgorithmMatchesReference) {
@@ -470,14 +478,8 @@ TEST(HierPlans, SlicedExchangesOnSlowLinksMatchTheReference) {
       a.count = count;
       Config cfg;
       cfg.algo = algo;
-      size_t slowPhases = 0, fastPhases = 0;  // over all ranks (a folded-out rank has no rounds)
-      for (int r = 0; r < a.nranks; ++r) {
-        a.rank = r;
-        a.topo = &slow;
-        slowPhases += buildCollectivePlan(a, OpDesc{}, cfg).phases.size();
-        a.topo = &fast;
-        fastPhases += buildCollectivePlan(a, OpDesc{}, cfg).phases.size();
-      }
+      // Over all ranks (a folded-out rank has no rounds).
+      const size_t slowPhases = phasesOverRanks(a, slow, cfg), fastPhases = phasesOverRanks(a, fast, cfg);
       // (hier_halving's all-reduce moves a part of a part across nodes: under one slice here.)
       if (slow.nnodes() > 1 && !(coll == Coll::kAllReduce && std::string(algo) == "hier_halving"))
         EXPECT_GT(slowPhases, fastPhases) << l.name << " " << algo;
@@ -532,14 +534,7 @@ TEST(HierPlans, RingsInsideFastNodesTakeLongerSlices) {
       a.chunkBytes = 4096;
       Config cfg;
       cfg.algo = algo;
-      size_t fastPhases = 0, plainPhases = 0;
-      for (int r = 0; r < a.nranks; ++r) {
-        a.rank = r;
-        a.topo = &fast;
-        fastPhases += buildCollectivePlan(a, OpDesc{}, cfg).phases.size();
-        a.topo = &unknown;
-        plainPhases += buildCollectivePlan(a, OpDesc{}, cfg).phases.size();
-      }
+      const size_t fastPhases = phasesOverRanks(a, fast, cfg), plainPhases = phasesOverRanks(a, unknown, cfg);
       // The outer slices (hierBlockSlices, hierOuterSlices) keep what the
       // ring inside a node moves at a chunk a node: fewer phases only with
       // several nodes, and for the all-reduce only where a part is longer.
