@@ -114,7 +114,8 @@ bool decodeHello(const uint8_t in[kHelloBytes], const Secret& expected, Hello* o
     return false;
   }
   uint16_t kind = get16(in + 6);
-  if (kind != uint16_t(HelloKind::kBootstrap) && kind != uint16_t(HelloKind::kData)) {
+  if (kind != uint16_t(HelloKind::kBootstrap) && kind != uint16_t(HelloKind::kData) &&
+      kind != uint16_t(HelloKind::kLinkRefused)) {
     *why = format("unknown connection kind %u", unsigned(kind));
     return false;
   }

@@ -18,7 +18,7 @@
 namespace strata {
 
 constexpr uint32_t kWireMagic = 0x41525453;  // "STRA"
-constexpr uint16_t kProtocolVersion = 5;  // 5: the GOODBYE frame
+constexpr uint16_t kProtocolVersion = 6;  // 5: the GOODBYE frame; 6: kLinkRefused
 
 // The most ranks a communicator may have: bounds what a Hello's nranks can
 // make the bootstrap root allocate.
@@ -39,7 +39,10 @@ void encodeUniqueId(const UniqueIdData& d, strataUniqueId* out);
 // Returns false and a reason if the bytes are not a strata unique id.
 bool decodeUniqueId(const strataUniqueId& id, UniqueIdData* out, std::string* why);
 
-enum class HelloKind : uint16_t { kBootstrap = 1, kData = 2 };
+// kLinkRefused: a data link's Hello saying that the sender could not set up
+// its side of the link; the set-up blob carries the reason as text, so the
+// peer fails at once with it instead of waiting out its timeout.
+enum class HelloKind : uint16_t { kBootstrap = 1, kData = 2, kLinkRefused = 3 };
 
 struct Hello {
   HelloKind kind = HelloKind::kBootstrap;

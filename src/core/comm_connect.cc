@@ -60,13 +60,14 @@ struct Comm::Handshake {
   int64_t deadline;
   std::vector<Waiting> waiting;
 
-  void sendHello(int fd, int peer, uint32_t transportId, const SetupBlob& blob) {
+  void sendHello(int fd, int peer, uint32_t transportId, const SetupBlob& blob,
+                 HelloKind kind = HelloKind::kData) {
     if (blob.size() > kMaxSetupBlobBytes)
       fail(strataInternalError, "transport %s made a %zu-byte set-up message (at most %zu)",
            transportAt(transportId).name(), blob.size(), kMaxSetupBlobBytes);
     std::vector<uint8_t> msg(kHelloHeadBytes + blob.size());
     Hello h;
-    h.kind = HelloKind::kData;
+    h.kind = kind;
     h.secret = comm.secret_;
     h.nranks = comm.nranks_;
     h.fromRank = comm.rank_;
@@ -77,6 +78,25 @@ struct Comm::Handshake {
     std::memcpy(msg.data() + kHelloBytes, &len, 4);
     if (!blob.empty()) std::memcpy(msg.data() + kHelloHeadBytes, blob.data(), blob.size());
     sendAll(fd, msg.data(), msg.size(), deadline, "sending a link handshake");
+  }
+
+  // Begins this side of a link to `peer`; if the transport cannot (no room
+  // in /dev/shm, a refused registration), tells the peer why on `fd` before
+  // the error goes on, so that it fails now with the reason instead of
+  // waiting out its timeout for a link that will not come.
+  std::unique_ptr<PendingLink> beginLink(int fd, int peer, uint32_t tid, SetupBlob* blob) {
+    try {
+      return transportAt(tid).begin(comm.linkContext(peer), blob);
+    } catch (const Error& e) {
+      std::string reason = e.what();
+      SetupBlob text(reason.begin(), reason.begin() + long(std::min(reason.size(), kMaxSetupBlobBytes)));
+      try {
+        sendHello(fd, peer, tid, text, HelloKind::kLinkRefused);
+      } catch (const Error&) {
+        // the peer is gone too: our own error is the one to report
+      }
+      throw;
+    }
   }
 
   // Whether a call to `peer` is pending; `needed` makes a speculative one
@@ -107,7 +127,7 @@ struct Comm::Handshake {
     w.from = comm.ranks_[size_t(peer)].addr;
     w.sinceMs = nowMs();
     SetupBlob blob;
-    w.link = transportAt(tid).begin(ctx, &blob);
+    w.link = beginLink(w.fd.get(), peer, tid, &blob);
     sendHello(w.fd.get(), peer, tid, blob);
     waiting.push_back(std::move(w));
   }
@@ -115,7 +135,7 @@ struct Comm::Handshake {
   // Validates a complete Hello; on success returns the sender's rank.
   bool check(const Waiting& w, Hello* h, std::string* why) {
     if (!decodeHello(w.buf.data(), comm.secret_, h, why)) return false;
-    if (h->kind != HelloKind::kData || h->nranks != comm.nranks_ || h->toRank != comm.rank_ ||
+    if ((h->kind != HelloKind::kData && h->kind != HelloKind::kLinkRefused) || h->nranks != comm.nranks_ || h->toRank != comm.rank_ ||
         h->fromRank == comm.rank_) {
       *why = format("handshake for another communicator or rank (from %d to %d of %d)", h->fromRank,
                     h->toRank, h->nranks);
@@ -155,9 +175,15 @@ struct Comm::Handshake {
                   why.c_str());
       return;
     }
+    if (h.kind == HelloKind::kLinkRefused) {
+      SetupBlob reason = w.blob();
+      fail(strataRemoteError, "rank %d could not set up its side of the %s link to rank %d: %s",
+           h.fromRank, transportAt(h.transportId).name(), comm.rank_,
+           std::string(reason.begin(), reason.end()).c_str());
+    }
     if (w.peer < 0) {  // accepted: set up our side and answer
       SetupBlob blob;
-      w.link = transportAt(h.transportId).begin(comm.linkContext(h.fromRank), &blob);
+      w.link = beginLink(w.fd.get(), h.fromRank, h.transportId, &blob);
       auto ch = w.link->finish(std::move(w.fd), w.blob());
       int fd = -1;
       ch->pollFds(&fd, 1);  // the first socket is the one the handshake runs on

@@ -38,6 +38,21 @@ TEST(Hello, RoundTrips) {
   EXPECT_EQ(out.transportId, 1u);
 }
 
+TEST(Hello, ALinkRefusalRoundTripsAndUnknownKindsAreRejected) {
+  Secret s = randomSecret();
+  uint8_t buf[kHelloBytes];
+  Hello refused = sampleHello(s);
+  refused.kind = HelloKind::kLinkRefused;
+  encodeHello(refused, buf);
+  Hello out;
+  std::string why;
+  ASSERT_TRUE(decodeHello(buf, s, &out, &why)) << why;
+  EXPECT_EQ(out.kind, HelloKind::kLinkRefused);
+  buf[6] = 4;  // the kind's low byte: no such kind
+  EXPECT_FALSE(decodeHello(buf, s, &out, &why));
+  EXPECT_NE(why.find("kind"), std::string::npos) << why;
+}
+
 TEST(Hello, RejectsWrongSecretVersionMagicAndRanks) {
   Secret s = randomSecret(), other = randomSecret();
   uint8_t buf[kHelloBytes];

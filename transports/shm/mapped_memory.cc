@@ -74,6 +74,14 @@ void* allocateMapped(size_t bytes) {
     shm_unlink(name.c_str());
     fail(strataSystemError, "strataMemAlloc: cannot size shared memory to %zu bytes: %s", rounded, std::strerror(e));
   }
+  // Pages allocated now: where /dev/shm cannot hold them the call fails here,
+  // not the first store to a page it cannot back (SIGBUS).
+  if (int e = posix_fallocate(fd, 0, off_t(rounded)); e != 0) {
+    ::close(fd);
+    shm_unlink(name.c_str());
+    fail(strataSystemError, "strataMemAlloc: cannot allocate %zu bytes in /dev/shm: %s (enlarge /dev/shm, "
+         "e.g. docker run --shm-size, or allocate less)", rounded, std::strerror(e));
+  }
   void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
   if (p == MAP_FAILED) {

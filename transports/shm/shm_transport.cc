@@ -39,7 +39,21 @@ void ShmSegment::create(const char* name, size_t slotBytes, int slots) {
     fail(strataSystemError, "cannot size shared memory %s to %zu bytes: %s", name, bytes_,
          std::strerror(e));
   }
-  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  // The pages are allocated and mapped now, when the link is made, not by the
+  // first packets that reach them: a /dev/shm too small for the inbox fails
+  // here with a sentence (a page it cannot back would be SIGBUS at first
+  // touch), and the first calls of each new size do not pay a page fault per
+  // 4 KiB of every slot they fill first (measured: 30-200 us a call for the
+  // first four calls of each size from 128 KiB, 2 ranks).
+  if (int e = posix_fallocate(fd, 0, off_t(bytes_)); e != 0) {
+    ::close(fd);
+    shm_unlink(name);
+    fail(strataSystemError,
+         "cannot allocate %zu bytes of shared memory for %s: %s (/dev/shm is too small for this "
+         "many links between local ranks: enlarge it, e.g. docker run --shm-size, or lower "
+         "STRATA_SHM_SLOTS or STRATA_SHM_SLOT_BYTES)", bytes_, name, std::strerror(e));
+  }
+  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   ::close(fd);
   if (base_ == MAP_FAILED) {
     base_ = nullptr;
@@ -64,7 +78,8 @@ void ShmSegment::open(const char* name) {
     fail(strataSystemError, "the peer's shared memory %s is too small", name);
   }
   bytes_ = size_t(st.st_size);
-  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  // Mapped at once, as the creator's mapping is, for the same first packets.
+  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   ::close(fd);
   if (base_ == MAP_FAILED) {
     base_ = nullptr;
