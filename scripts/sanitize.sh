@@ -46,8 +46,10 @@ if [ "$jobs" = all ] || [ "$jobs" = tsan ]; then
   clang_build build-tsan thread
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp
   scripts/run_ctest.sh build-tsan -L unit -R 'Fusion|Plan|FlightRecorder'
+  # SigusrDump's forked case is left out: TSan cannot start threads in a child
+  # of a multi-threaded process (it dies saying so), which is that case.
   scripts/run_ctest.sh build-tsan -L multiproc \
-    -R '^(FusionContext|FlightRecorder\.Sigusr|Recovery|Strangers|Stats)\.|FusionContextTest.*/3ranks( |$)|Collectives.*/shm_3ranks( |$)'
+    -R '^(FusionContext|Recovery|Strangers|Stats)\.|^Parent/SigusrDump\..*/Fresh( |$)|FusionContextTest.*/3ranks( |$)|Collectives.*/shm_3ranks( |$)'
   scripts/run_ctest.sh build-tsan -L emulated \
     -R '^Device(Streams|Ipc)\.|/DeviceCollectives\..*/(2ranks_ipc|3ranks_ipc_small_slots|2ranks_host_staging)( |$)'
 fi

@@ -214,8 +214,20 @@ TEST(FlightRecorder, TimeoutNamesTheRankThatNeverArrivedLarge) { hungCollective(
 TEST(FlightRecorder, TimeoutNamesTheRankThatNeverArrivedTcp) { hungCollective(1 << 18, "tcp"); }
 
 // SIGUSR1 while a collective hangs: the dumps show it running, and what the
-// ranks wait for names the rank that never arrived (and no other).
-TEST(FlightRecorder, SigusrDumpsAHungCollective) {
+// ranks wait for names the rank that never arrived (and no other). Also in
+// ranks forked from a process that had used strata before (a launcher that
+// made a communicator, then forked its workers): they inherit the signal's
+// handler but not the thread that dumps, and must get their own.
+class SigusrDump : public ::testing::TestWithParam<bool> {};
+
+TEST_P(SigusrDump, DumpsAHungCollective) {
+  if (GetParam()) {
+    strataUniqueId id;
+    strataComm_t one = nullptr;
+    ASSERT_EQ(strataGetUniqueId(&id), strataSuccess);
+    ASSERT_EQ(strataCommInitRank(&one, 1, id, 0), strataSuccess) << strataGetLastError(nullptr);
+    ASSERT_EQ(strataCommDestroy(one), strataSuccess);
+  }
   std::string dir = tempDir();
   test::RankSpec spec;
   spec.nranks = 3;
@@ -251,6 +263,10 @@ TEST(FlightRecorder, SigusrDumpsAHungCollective) {
   EXPECT_EQ(both.find("rank 0 never arrived"), std::string::npos) << both;
   EXPECT_EQ(both.find("rank 1 never arrived"), std::string::npos) << both;
 }
+
+INSTANTIATE_TEST_SUITE_P(Parent, SigusrDump, ::testing::Bool(), [](const auto& info) {
+  return std::string(info.param ? "UsedStrataBeforeForking" : "Fresh");
+});
 
 // Four ranks on two pretend nodes (a topology file), rank 2 late by 30 ms for
 // every collective: the trace has intra- and inter-node phases, kernel and
