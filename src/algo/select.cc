@@ -95,14 +95,16 @@ bool forcedMatches(const std::string& forced, Coll coll, const char* name) {
 }
 
 // The algorithm for `a`: the forced one if it applies, else the cost model's
-// pick. Writes the prediction to *predicted (-1 when forced or no model).
+// pick. Writes the prediction to *predicted (-1 when forced or no model) and,
+// if `why` is given, the candidates' predictions to *why (for the INFO log:
+// formatting them costs more than the rest of a small plan's build).
 const Algorithm& choose(const CollArgs& a, const Config& cfg, double* predicted, std::string* why) {
   const Coll coll = tableColl(a.coll);
   *predicted = -1;
   if (!cfg.algo.empty())
     for (const Algorithm& alg : kAlgorithms)
       if (alg.coll == coll && (!alg.hierarchical || a.topo) && forcedMatches(cfg.algo, coll, alg.name)) {
-        *why = "forced by STRATA_ALGO";
+        if (why) *why = "forced by STRATA_ALGO";
         return alg;
       }
   const size_t bytes = collectiveBytes(coll, a.count, dtypeSize(a.dtype), a.nranks);
@@ -120,7 +122,7 @@ const Algorithm& choose(const CollArgs& a, const Config& cfg, double* predicted,
   }
   if (cands.empty()) fail(strataInternalError, "no algorithm for %s", collName(a.coll));
   for (const Prediction& p : cands)
-    if (why->size() < 400) *why += format("%s%s %.1f us", why->empty() ? "" : ", ", p.algorithm.c_str(), p.us);
+    if (why && why->size() < 400) *why += format("%s%s %.1f us", why->empty() ? "" : ", ", p.algorithm.c_str(), p.us);
   const Prediction& pick = cands[pickFastest(cands, topo->nnodes() > 1)];
   *predicted = pick.us;
   for (const Algorithm& alg : kAlgorithms)
@@ -187,10 +189,11 @@ Plan buildCollectivePlan(const CollArgs& args, const OpDesc& desc, const Config&
   plan.nranks = args.nranks;
   double predicted = -1;
   std::string why;
-  const Algorithm& alg = choose(args, config, &predicted, &why);
+  const bool explain = args.rank == 0 && logLevel() >= LogLevel::kInfo;
+  const Algorithm& alg = choose(args, config, &predicted, explain ? &why : nullptr);
   plan.algorithm = alg.name;
   plan.predictedUs = predicted;
-  if (args.rank == 0)
+  if (explain)
     STRATA_INFO("%s count %zu %s: %s, predicted %.1f us (%s)", collName(args.coll), args.count,
                 dtypeName(args.dtype), alg.name, predicted, why.c_str());
   alg.build(args, plan);
