@@ -6,8 +6,8 @@ namespace strata {
 
 size_t planBytes(const Plan& p) {
   return sizeof(Plan) + p.ops.capacity() * sizeof(OpDesc) + p.flows.capacity() * sizeof(Flow) +
-         p.phases.capacity() * sizeof(Phase) + p.algorithm.capacity() +
-         (p.peers.capacity() + 2 * p.bytesTo.capacity()) * sizeof(uint64_t);
+         p.phases.capacity() * sizeof(Phase) + p.algorithm.capacity() + p.peers.capacity() * sizeof(int) +
+         (p.bytesTo.capacity() + p.bytesFrom.capacity()) * sizeof(uint64_t);
 }
 
 void PlanCache::setFront() {

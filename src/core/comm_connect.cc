@@ -135,8 +135,8 @@ struct Comm::Handshake {
   // Validates a complete Hello; on success returns the sender's rank.
   bool check(const Waiting& w, Hello* h, std::string* why) {
     if (!decodeHello(w.buf.data(), comm.secret_, h, why)) return false;
-    if ((h->kind != HelloKind::kData && h->kind != HelloKind::kLinkRefused) || h->nranks != comm.nranks_ || h->toRank != comm.rank_ ||
-        h->fromRank == comm.rank_) {
+    if ((h->kind != HelloKind::kData && h->kind != HelloKind::kLinkRefused) || h->nranks != comm.nranks_ ||
+        h->toRank != comm.rank_ || h->fromRank == comm.rank_) {
       *why = format("handshake for another communicator or rank (from %d to %d of %d)", h->fromRank,
                     h->toRank, h->nranks);
       return false;

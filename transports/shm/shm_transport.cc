@@ -43,7 +43,7 @@ void ShmSegment::create(const char* name, size_t slotBytes, int slots) {
   // first packets that reach them: a /dev/shm too small for the inbox fails
   // here with a sentence (a page it cannot back would be SIGBUS at first
   // touch), and the first calls of each new size do not pay a page fault per
-  // 4 KiB of every slot they fill first (measured: 30-200 us a call for the
+  // 4 KiB of every slot they fill first (measured: 50-240 us a call for the
   // first four calls of each size from 128 KiB, 2 ranks).
   if (int e = posix_fallocate(fd, 0, off_t(bytes_)); e != 0) {
     ::close(fd);
