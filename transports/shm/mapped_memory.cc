@@ -24,9 +24,14 @@ std::string regionName(uint64_t pid, uint64_t serial) {
   return format("/strata-mem-%llu-%llu", (unsigned long long)pid, (unsigned long long)serial);
 }
 
+// A region this process mapped at strataMemAlloc. `owner`: the process that
+// made it (whose pid its name carries): a child forked after the allocation
+// inherits the mapping (shared with its parent) but not the name, so it
+// neither lends the region by name nor removes the name.
 struct Region {
   uint64_t serial;
   size_t bytes;
+  pid_t owner;
 };
 
 // This process's regions by start address.
@@ -49,7 +54,8 @@ Regions& regions() {
 void unlinkAllAtExit() {
   Regions& r = regions();
   std::lock_guard<std::mutex> lock(r.mu);
-  for (const auto& [start, region] : r.byStart) shm_unlink(regionName(uint64_t(getpid()), region.serial).c_str());
+  for (const auto& [start, region] : r.byStart)
+    if (region.owner == getpid()) shm_unlink(regionName(uint64_t(region.owner), region.serial).c_str());
 }
 
 }  // namespace
@@ -90,7 +96,7 @@ void* allocateMapped(size_t bytes) {
     fail(strataSystemError, "strataMemAlloc: cannot map %zu bytes of shared memory: %s", rounded, std::strerror(e));
   }
   std::lock_guard<std::mutex> lock(r.mu);
-  r.byStart[reinterpret_cast<uintptr_t>(p)] = Region{serial, rounded};
+  r.byStart[reinterpret_cast<uintptr_t>(p)] = Region{serial, rounded, getpid()};
   return p;
 }
 
@@ -106,7 +112,7 @@ void freeMapped(void* ptr) {
     region = it->second;
     r.byStart.erase(it);
   }
-  shm_unlink(regionName(uint64_t(getpid()), region.serial).c_str());
+  if (region.owner == getpid()) shm_unlink(regionName(uint64_t(region.owner), region.serial).c_str());
   munmap(ptr, region.bytes);
 }
 
@@ -121,6 +127,7 @@ bool findMapped(const void* p, size_t n, MappedRef* ref) {
   const uintptr_t start = it->first;
   const Region& region = it->second;
   if (at - start >= region.bytes || n > region.bytes - (at - start)) return false;
+  if (region.owner != getpid()) return false;  // inherited across a fork: sent as any memory
   *ref = MappedRef{uint64_t(getpid()), region.serial, region.bytes, uint64_t(at - start), n};
   return true;
 }
