@@ -54,7 +54,7 @@ int withDevShmOf(const char* size, const std::function<int()>& body) {
 float inputOf(int rank, size_t i) {
   uint64_t x = (uint64_t(rank) + 1) * 0x9E3779B97F4A7C15ull ^ (i * 0xBF58476D1CE4E5B9ull);
   x ^= x >> 29;
-  return float(int64_t(x % 2001) - 1000) / 64.0f + 0.5f;
+  return float(2 * int64_t(x % 2001) - 2001) / 128.0f;  // an odd number of 128ths
 }
 
 // Both ranks call one all-reduce of `count` floats over shm with `env` and
