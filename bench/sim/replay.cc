@@ -65,11 +65,12 @@ class RankActor {
     Fragment* inFlight = nullptr;
     double injectAt = -1;  // its next fragment's slot in the node's injection queue (ReplayInput::gapS)
   };
-  // A Recv flow: fragments from `peer`, reduced or not, maybe forwarded.
+  // A Recv flow: fragments from `peer`, reduced or not, maybe forwarded and
+  // sent on by Sends that trail it.
   struct InItem {
     uint64_t bytes = 0, got = 0;
     bool reduce = false;
-    long forward = -1;  // index of its OutItem
+    std::vector<size_t> feeds;  // the OutItems its value makes ready: its forward, the trailing Sends
   };
   struct InStream {
     int peer = -1;
@@ -102,25 +103,29 @@ class RankActor {
     tags_.clear();
     landings_.clear();
     outOfItem_.clear();
+    inItemOf_.assign(end - first, -1);
     for (uint32_t i = first; i < end; ++i) {
       const ReplayFlow& f = plan.flows[i];
       long fwd = -1;
       if (f.forward >= 0 || f.kind == FlowKind::kSend) {
         OutItem o;
         o.bytes = f.bytes;
-        o.avail = f.kind == FlowKind::kRecv ? 0 : f.bytes;  // a Send's or Copy's bytes are all there
+        // A Send's or Copy's bytes are all there, a trailing Send's as its Recv lands them.
+        o.avail = f.kind == FlowKind::kRecv || f.trails >= 0 ? 0 : f.bytes;
         outItems_.push_back(o);
         fwd = long(outItems_.size() - 1);
         size_t s = streamTo(out_, f.kind == FlowKind::kSend ? f.peer : f.forward);
         out_[s].items.push_back(size_t(fwd));
         outOfItem_.push_back(s);
+        if (f.trails >= 0) inItems_[size_t(inItemOf_[size_t(f.trails)])].feeds.push_back(size_t(fwd));
       }
       if (f.kind == FlowKind::kRecv) {
         InItem r;
         r.bytes = f.bytes;
         r.reduce = f.reduce;
-        r.forward = fwd;
+        if (fwd >= 0) r.feeds.push_back(size_t(fwd));
         inItems_.push_back(r);
+        inItemOf_[i - first] = long(inItems_.size() - 1);
         inStreams_[streamTo(inStreams_, f.peer)].items.push_back(inItems_.size() - 1);
       }
       if (f.localCopyBytes > 0) start(sg4::this_actor::exec_async(2.0 * double(f.localCopyBytes) / in_->memoryGbps),
@@ -218,10 +223,10 @@ class RankActor {
   }
 
   void deliver(size_t item, uint64_t n) {
-    InItem& r = inItems_[item];
-    if (r.forward < 0) return;
-    outItems_[size_t(r.forward)].avail += n;
-    kick(outOfItem_[size_t(r.forward)]);
+    for (size_t out : inItems_[item].feeds) {
+      outItems_[out].avail += n;
+      kick(outOfItem_[out]);
+    }
   }
 
   void done(const Tag& t) {
@@ -281,6 +286,7 @@ class RankActor {
   std::vector<size_t> outOfItem_;  // out item -> its stream
   std::vector<InStream> inStreams_;
   std::vector<InItem> inItems_;
+  std::vector<long> inItemOf_;  // a flow of the phase -> its InItem (-1: none)
   std::vector<sg4::ActivityPtr> acts_;
   std::vector<Tag> tags_;
   // A fragment that has crossed the link but not yet the route's latency.

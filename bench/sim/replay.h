@@ -2,8 +2,9 @@
 // semantics (src/exec/executor.cc): a rank runs its phases in order; the
 // flows of a phase progress together; each flow moves its bytes in fragments
 // of kMaxFragment, streamed back to back to its peer; a received fragment is
-// reduced (at the rank's memory rate) and then forwarded, so receiving,
-// reducing and forwarding overlap as they do in the executor; several flows
+// reduced (at the rank's memory rate) and then forwarded, and sent on by the
+// Sends that trail its flow (Flow::trails), so receiving, reducing and
+// forwarding overlap as they do in the executor; several flows
 // to one peer in one phase go one after the other, as on one channel.
 //
 // Latency: the platform's links are set to zero latency for the replay and

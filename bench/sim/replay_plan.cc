@@ -1,16 +1,27 @@
 #include "replay_plan.h"
 
+#include <stdexcept>
+
 
 namespace strata::sim {
 
 ReplayPlan toReplayPlan(const Plan& plan) {
   ReplayPlan r;
   r.flows.reserve(plan.flows.size());
+  std::vector<int32_t> kept;  // a flow's index in its replayed phase (-1: not replayed)
   for (const Phase& ph : plan.phases) {
+    const size_t phaseStart = r.flows.size();
+    kept.assign(ph.count, -1);
     for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
       const Flow& f = plan.flows[i];
       if (f.bytes == 0) continue;  // only a descriptor: no time worth replaying
+      kept[i - ph.first] = int32_t(r.flows.size() - phaseStart);
       ReplayFlow x;
+      if (f.trails >= 0) {
+        x.trails = kept[size_t(f.trails)];  // a flow with bytes trails one with as many
+        if (x.trails < 0 || plan.flows[ph.first + uint32_t(f.trails)].kind != FlowKind::kRecv)
+          throw std::runtime_error("strata-sim replays Sends that trail a Recv only");
+      }
       x.kind = f.kind;
       x.bytes = f.bytes;
       x.reduce = f.reduce && f.kind == FlowKind::kRecv;

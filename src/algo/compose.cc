@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/error.h"
+
 namespace strata {
 
 namespace {
@@ -44,8 +46,14 @@ void appendStage(Plan& plan, FlatBuilder build, const Team& team, const CollArgs
   auto global = [&](int p) { return p < 0 ? p : team.members[size_t(p)]; };
   for (const Phase& ph : sub.phases) {
     bool begun = false;
+    std::vector<int32_t> placed(ph.count, -1);  // a flow's index in the outer phase (Flow::trails)
+    int32_t added = 0;
     for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
       Flow f = sub.flows[i];
+      if (f.trails >= 0) {
+        f.trails = placed[size_t(f.trails)];
+        if (f.trails < 0) throw Error(strataInternalError, "a stage's flow trails a flow that rebinding dropped");
+      }
       f.peer = global(f.peer);
       f.forwardPeer = global(f.forwardPeer);
       f.src = rebindRef(f.src, bind, scratchBase);
@@ -58,6 +66,7 @@ void appendStage(Plan& plan, FlatBuilder build, const Team& team, const CollArgs
       if (!begun) plan.beginPhase();
       begun = true;
       plan.add(f);
+      placed[i - ph.first] = added++;
     }
   }
 }

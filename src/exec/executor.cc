@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <new>
 #include <type_traits>
+#include <unordered_map>
+#include <utility>
 #include <cstring>
 
 #include "bootstrap/socket.h"
@@ -135,6 +137,7 @@ class PlanRunner {
     } else {
       heapStates_.resize(ph.count);
       states_ = heapStates_.data();
+      findPredecessors(ph);
     }
     for (uint32_t i = 0; i < ph.count; ++i) {
       const Flow& f = plan_.flows[ph.first + i];
@@ -173,16 +176,45 @@ class PlanRunner {
     }
   }
 
+  static int outPeer(const Flow& f) { return f.kind == FlowKind::kSend ? f.peer : f.forwardPeer; }
+  static int inPeer(const Flow& f) { return f.kind == FlowKind::kRecv ? f.peer : -1; }
+
+  // For a phase of more flows than kInlineFlows (a fan-out inside a node has
+  // hundreds): each flow's latest earlier flow to the same peer and from the
+  // same peer, found once, so a pass over the flows costs each one two looks
+  // instead of a scan of those before it.
+  void findPredecessors(const Phase& ph) {
+    prevOut_.assign(ph.count, -1);
+    prevIn_.assign(ph.count, -1);
+    lastOut_.clear();
+    lastIn_.clear();
+    for (uint32_t i = 0; i < ph.count; ++i) {
+      const Flow& f = plan_.flows[ph.first + i];
+      if (const int out = outPeer(f); out >= 0) {
+        auto [it, fresh] = lastOut_.try_emplace(out, int32_t(i));
+        if (!fresh) prevOut_[i] = std::exchange(it->second, int32_t(i));
+      }
+      if (const int in = inPeer(f); in >= 0) {
+        auto [it, fresh] = lastIn_.try_emplace(in, int32_t(i));
+        if (!fresh) prevIn_[i] = std::exchange(it->second, int32_t(i));
+      }
+    }
+  }
+
   // Flows of one phase that share a peer and direction run in plan order.
+  // A flow starts only once its predecessors have finished, so the latest
+  // earlier one of each kind having finished means all of them have.
   bool waitsForEarlierFlow(const Phase& ph, uint32_t i) const {
+    if (ph.count > kInlineFlows)
+      return (prevOut_[i] >= 0 && !states_[prevOut_[i]].finished) || (prevIn_[i] >= 0 && !states_[prevIn_[i]].finished);
     const Flow& f = plan_.flows[ph.first + i];
-    int out = f.kind == FlowKind::kSend ? f.peer : f.forwardPeer;
-    int in = f.kind == FlowKind::kRecv ? f.peer : -1;
+    int out = outPeer(f);
+    int in = inPeer(f);
     for (uint32_t j = 0; j < i; ++j) {
       if (states_[j].finished) continue;
       const Flow& g = plan_.flows[ph.first + j];
-      int gout = g.kind == FlowKind::kSend ? g.peer : g.forwardPeer;
-      int gin = g.kind == FlowKind::kRecv ? g.peer : -1;
+      int gout = outPeer(g);
+      int gin = inPeer(g);
       if ((out >= 0 && out == gout) || (in >= 0 && in == gin)) return true;
     }
     return false;
@@ -250,10 +282,19 @@ class PlanRunner {
     return end > done ? end - done : 0;
   }
 
+  // Bytes of a Send's source that are there to send: all of them, or as
+  // many whole elements as the flow it trails has put in place (Flow::trails).
+  size_t sendable(const Flow& f) const {
+    if (f.trails < 0) return f.bytes;
+    const FlowState& filler = states_[f.trails];
+    const size_t ready = std::min(f.bytes, std::max(filler.landed, filler.done));
+    return ready == f.bytes ? ready : ready / plan_.elemSize * plan_.elemSize;
+  }
+
   // Sends the descriptor together with the first fragment, in one packet.
-  bool sendDescAndFirst(Channel& ch, const Flow& f, FlowState& st) {
-    if (f.bytes == 0) return pushDesc(ch, f, st);
-    size_t first = std::min(f.bytes, kMaxFragment);
+  bool sendDescAndFirst(Channel& ch, const Flow& f, FlowState& st, size_t ready) {
+    if (ready == 0) return pushDesc(ch, f, st);
+    size_t first = std::min(ready, kMaxFragment);
     Span s = ch.acquireSend(kOpDescBytes + first);
     if (s.size < kOpDescBytes) return false;
     size_t n = std::min(first, s.size - kOpDescBytes);
@@ -268,13 +309,14 @@ class PlanRunner {
 
   bool stepSend(const Flow& f, FlowState& st) {
     Channel& ch = comm_.channel(f.peer);
+    const size_t ready = sendable(f);
     bool moved = false;
     if (f.sendsDesc && !st.descSent) {
-      if (!sendDescAndFirst(ch, f, st)) return false;
+      if (!sendDescAndFirst(ch, f, st, ready)) return false;
       moved = true;
     }
-    while (st.done < f.bytes) {
-      size_t want = std::min(f.bytes - st.done, kMaxFragment);
+    while (st.done < ready) {
+      size_t want = std::min(ready - st.done, kMaxFragment);
       size_t n;
       size_t run = kUnbounded;
       const uint8_t* at = st.src.segmented() ? st.src.at(st.done, &run) : st.src.base + st.done;
@@ -576,6 +618,9 @@ class PlanRunner {
   alignas(FlowState) unsigned char inlineStorage_[sizeof(FlowState) * kInlineFlows];
   std::vector<FlowState> heapStates_;
   FlowState* states_ = nullptr;
+  // findPredecessors' answers for the current phase, and its working maps.
+  std::vector<int32_t> prevOut_, prevIn_;
+  std::unordered_map<int, int32_t> lastOut_, lastIn_;
 };
 
 }  // namespace
