@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "algo/algorithms.h"
+#include "algo/hierarchical/node_fanout.h"
 #include "algo/hierarchical/teams.h"
 #include "algo/log_blocks.h"
 #include "algo/radix_blocks.h"
@@ -205,9 +206,9 @@ std::vector<int> leaders(const Topology& t, int root) {
 }
 
 // The inter-node stage of the hierarchical rings: every carried column's
-// ring across nodes (`phases` steps of `bytesPerStep`), all of a node's ranks
-// streaming at once and sharing its link.
-double interColumnsUs(const Topology& t, double bytesPerStep, double phases) {
+// ring across nodes, one phase of a step moving `bytesPerStep`, all of a
+// node's ranks streaming at once and sharing its link; the busiest node's.
+double interColumnsPhaseUs(const Topology& t, double bytesPerStep) {
   if (t.nnodes() < 2) return 0;
   double worst = 0;
   for (int m = 0; m < t.nnodes(); ++m) {
@@ -215,9 +216,60 @@ double interColumnsUs(const Topology& t, double bytesPerStep, double phases) {
     const double carried = std::ceil(double(t.maxLocal()) / l);
     const double streams = std::min<double>(l, t.maxLocal());
     double step = t.inter.alphaUs + (streams - 1) * t.inter.gapUs + bytesPerStep * interStreamUsPerByte(t, streams);
-    worst = std::max(worst, carried * phases * step);
+    worst = std::max(worst, carried * step);
   }
   return worst;
+}
+
+// `phases` such phases.
+double interColumnsUs(const Topology& t, double bytesPerStep, double phases) {
+  return phases * interColumnsPhaseUs(t, bytesPerStep);
+}
+
+// The phases of an exchange across nodes of every carried column, as the
+// hierarchical plans take them: `count` phases that each take `us` on the
+// network (the busiest node's), in each of which a carrier receives
+// `received` bytes (what node_fanout.h sends on inside its node), of which
+// `left` land only as the phase's transfers end: a message lands a fragment
+// (kMaxFragment, the network's packet) at a time, so the last fragment of
+// each partner's, all of them at once where several partners send together.
+// `pipelined`: the next phase's data is on its way meanwhile (a ring's
+// forwards), so what is left to send on inside the node overlaps it.
+struct AcrossPhase {
+  double us = 0, received = 0, count = 0, left = 0;
+  bool pipelined = false;
+};
+using AcrossPhases = std::vector<AcrossPhase>;
+
+double totalUs(const AcrossPhases& phases) {
+  double us = 0;
+  for (const AcrossPhase& p : phases) us += p.count * p.us;
+  return us;
+}
+
+// The hierarchical all-gather with its node's fan-out beside the exchange
+// across nodes (algo/hierarchical/node_fanout.h), blocks of `ownBytes`: in
+// each phase a carrier sends what it receives on to the node's L-1 other
+// ranks as it lands (its own block too, in the first), through its link into
+// the node (split duplex: each rank also receives L-1 such streams). A phase
+// takes the longer of the exchange followed by sending on what landed last,
+// and the whole fan-out after the first fragment came in.
+double fannedOutUs(const Topology& t, const AcrossPhases& phases, double ownBytes) {
+  const double others = t.maxLocal() - 1, usPerByte = 1 / (t.intra.gbps * 1e3);
+  double us = 0, own = ownBytes, lastTail = 0;
+  for (const AcrossPhase& p : phases) {
+    if (p.count <= 0) continue;
+    const double tail = t.intra.alphaUs + others * p.left * usPerByte;
+    auto phaseUs = [&](double ownHere) {
+      // (In a ring the data comes in phase after phase, each a latency after the last.)
+      const double fan = (p.pipelined ? 0 : t.inter.alphaUs) + t.intra.alphaUs + others * (p.received + ownHere) * usPerByte;
+      return std::max(p.us + (p.pipelined ? 0 : tail), fan);
+    };
+    us += phaseUs(own) + (p.count - 1) * phaseUs(0);
+    own = 0;
+    lastTail = p.pipelined ? tail : 0;
+  }
+  return us + lastTail;
 }
 
 // The intra-node stage: on each node a ring over its ranks that moves
@@ -236,9 +288,14 @@ double intraRingsUs(const Topology& t, double blocks, double blockBytes, size_t 
 // Every carried column's ring across nodes: `steps` steps of a block of
 // `blockBytes`, each cut into phases of linkPhaseBytes (as the hierarchical
 // plans cut them).
-double ringColumnsUs(const Topology& t, double blockBytes, double steps, size_t chunk) {
+AcrossPhases ringColumnsPhases(const Topology& t, double blockBytes, double steps, size_t chunk) {
   const double p = double(sliceCount(size_t(blockBytes), linkPhaseBytes(&t, chunk)));
-  return interColumnsUs(t, blockBytes / p, steps * p);
+  const double bytes = blockBytes / p;
+  return {{interColumnsPhaseUs(t, bytes), bytes, steps * p, std::min(bytes, double(kMaxFragment)), true}};
+}
+
+double ringColumnsUs(const Topology& t, double blockBytes, double steps, size_t chunk) {
+  return totalUs(ringColumnsPhases(t, blockBytes, steps, chunk));
 }
 
 // Mirrors buildHierRingAllReduce: per outer slice, intra reduce-scatter,
@@ -254,14 +311,19 @@ double hierRingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
 // A log-step reduce-scatter / all-gather across nodes of every column at
 // once, blocks of `blockBytes` per node: each step cut into pipeline slices,
 // one phase each (algo/log_blocks.cc), of linkPhaseBytes.
-double logColumnsUs(const Topology& t, double blockBytes, size_t chunk, bool reduceScatter) {
+AcrossPhases logColumnsPhases(const Topology& t, double blockBytes, size_t chunk, bool reduceScatter) {
   const size_t slice = linkPhaseBytes(&t, chunk);
-  double us = 0;
+  AcrossPhases phases;
   for (const LogStepShape& sh : logStepShapes(t.nnodes(), reduceScatter)) {
     const double slices = double(sliceCount(size_t(sh.blocks * blockBytes), slice));
-    us += interColumnsUs(t, sh.blocks * blockBytes / slices, slices);
+    const double bytes = sh.blocks * blockBytes / slices;
+    phases.push_back({interColumnsPhaseUs(t, bytes), bytes, slices, std::min(bytes, double(kMaxFragment))});
   }
-  return us;
+  return phases;
+}
+
+double logColumnsUs(const Topology& t, double blockBytes, size_t chunk, bool reduceScatter) {
+  return totalUs(logColumnsPhases(t, blockBytes, chunk, reduceScatter));
 }
 
 // A radix-k reduce-scatter / all-gather across nodes of every column at once
@@ -271,11 +333,11 @@ double logColumnsUs(const Topology& t, double blockBytes, size_t chunk, bool red
 // faster than the node's bandwidth; each step cut into slices by its largest
 // message. A reduce-scatter step reduces the partners' data one partner at a
 // time, the first as it arrives, the others from the link's buffer after it.
-double radixColumnsUs(const Topology& t, double blockBytes, size_t chunk, bool reduceScatter) {
+AcrossPhases radixColumnsPhases(const Topology& t, double blockBytes, size_t chunk, bool reduceScatter) {
   const int nodes = t.nnodes();
-  if (nodes < 2) return 0;
+  if (nodes < 2) return {};
   const size_t slice = linkPhaseBytes(&t, chunk);
-  double us = 0;
+  AcrossPhases phases;
   for (const RadixStep& step : radixAllGatherSteps(nodes, 0, radixFor(nodes))) {
     const double partners = double(step.sends.size());
     const double largest = double(step.sends[0].blocks.size()) * blockBytes;
@@ -292,11 +354,15 @@ double radixColumnsUs(const Topology& t, double blockBytes, size_t chunk, bool r
                                       largest * t.inter.rails / (t.inter.gbps * 1e3));
       const double stepUs = t.inter.alphaUs + (streams - 1) * t.inter.gapUs + bytesUs / slices;
       const double laterReduces = reduceScatter ? (total - largest) / slices : 0;
-      worst = std::max(worst, carried * slices * (stepUs + localReduceUs(t, laterReduces)));
+      worst = std::max(worst, carried * (stepUs + localReduceUs(t, laterReduces)));
     }
-    us += worst;
+    // Each partner's last fragment lands as the step's transfers end (they
+    // share the links); what landed before went on meanwhile, in pieces
+    // taken in turn (node_fanout.h).
+    const double left = std::min(total, partners * std::min(largest / slices, double(kMaxFragment)));
+    phases.push_back({worst, total / slices, slices, std::min(total / slices, left)});
   }
-  return us;
+  return phases;
 }
 
 // Mirrors buildHierHalvingAllReduce: as the ring version, with each column's
@@ -351,16 +417,18 @@ double logStepsUs(const Topology& t, const std::vector<int>& team, double blockB
 // Mirrors buildHierRingReduceScatter / AllGather and their hier_halving and
 // hier_radix forms: per outer slice, the intra ring over the columns, then
 // each column's ring (N-1 steps of one block), log-step or radix-k exchange
-// across nodes, all of a node's carriers at once.
+// across nodes, all of a node's carriers at once; an all-gather on equal
+// nodes fans each column out inside its node beside that exchange instead.
 enum class Across { kRing, kLog, kRadix };
 double hierScatterGatherUs(const Topology& t, double bytes, size_t chunk, Across across, bool reduceScatter) {
   const double n = t.nranks(), nodes = t.nnodes(), block = bytes / n;
   const double slices = double(hierBlockSlices(t, size_t(block), chunk));
   const double bs = block / slices;
-  const double inter = across == Across::kLog     ? logColumnsUs(t, bs, chunk, reduceScatter)
-                       : across == Across::kRadix ? radixColumnsUs(t, bs, chunk, reduceScatter)
-                                                  : ringColumnsUs(t, bs, nodes - 1, chunk);
-  return slices * (intraColumnRingsUs(t, bs, chunk) + inter);
+  const AcrossPhases inter = across == Across::kLog     ? logColumnsPhases(t, bs, chunk, reduceScatter)
+                             : across == Across::kRadix ? radixColumnsPhases(t, bs, chunk, reduceScatter)
+                                                        : ringColumnsPhases(t, bs, nodes - 1, chunk);
+  if (!reduceScatter && fansOutInNodes(t)) return slices * fannedOutUs(t, inter, bs);
+  return slices * (intraColumnRingsUs(t, bs, chunk) + totalUs(inter));
 }
 
 int ceilLog2(int n) {

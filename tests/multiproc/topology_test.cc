@@ -49,6 +49,13 @@ const char* kThreePlusOneFastInside =
     R"({"ranks": [{"node": 0}, {"node": 0}, {"node": 1}, {"node": 0}],
         "links": {"intra": {"alpha_us": 2, "gbps": 450}, "inter": {"alpha_us": 20, "gbps": 0.5}}})";
 
+// Three equal nodes of two ranks: the hierarchical all-gathers fan each
+// column out inside its node beside the exchange across nodes
+// (algo/hierarchical/node_fanout.h); a fast link inside, as where that pays.
+const char* kThreeByTwo =
+    R"({"ranks": [{"node": 0}, {"node": 0}, {"node": 1}, {"node": 1}, {"node": 2}, {"node": 2}],
+        "links": {"intra": {"alpha_us": 2, "gbps": 450}, "inter": {"alpha_us": 20, "gbps": 0.5}}})";
+
 // What each file places: ranks, nodes, node 0's ranks.
 struct Placement {
   int n, nodes;
@@ -57,6 +64,7 @@ struct Placement {
 Placement placementOf(const char* topo) {
   if (topo == kThreePlusOne || topo == kThreePlusOneFastInside) return {4, 2, {0, 1, 3}};
   if (topo == kTwoByTwoRails) return {4, 2, {0, 2}};
+  if (topo == kThreeByTwo) return {6, 3, {0, 1}};
   return {5, 3, {0, 3}};  // kThreeNodesUneven
 }
 
@@ -118,7 +126,8 @@ TEST_P(TopoFileAlgorithms, EveryCollectiveOnPretendNodesMatchesReference) {
 // reduce-scatter and all-gather) and the hierarchical rings, forced
 // over shared memory and TCP, on uneven nodes and a node count that is not
 // a power of two; the flat pairwise all-to-all in its node-by-node order; and
-// the rings inside a node in slices longer than the chunk (a fast link there).
+// the rings inside a node in slices longer than the chunk (a fast link there);
+// the all-gathers' fan-out inside equal nodes, across nodes by each shape.
 INSTANTIATE_TEST_SUITE_P(
     Forced, TopoFileAlgorithms,
     ::testing::Values(Forced{"hier", "shm", kThreePlusOne, "hier"}, Forced{"hier_tree", "shm", kThreePlusOne, "hier_tree"},
@@ -135,7 +144,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Forced{"pairwise", "tcp", kTwoByTwoRails, "pairwise_node_by_node_tcp"},
                       Forced{"pairwise", "shm", kTwoByTwoRails, "pairwise_node_by_node_shm"},
                       Forced{"hier_ring", "shm", kThreePlusOneFastInside, "hier_ring_fast_inside_shm"},
-                      Forced{"hier_radix", "tcp", kThreePlusOneFastInside, "hier_radix_fast_inside_tcp"}),
+                      Forced{"hier_radix", "tcp", kThreePlusOneFastInside, "hier_radix_fast_inside_tcp"},
+                      Forced{"hier_radix", "shm", kThreeByTwo, "hier_radix_equal_nodes_shm"},
+                      Forced{"hier_halving", "tcp", kThreeByTwo, "hier_halving_equal_nodes_tcp"},
+                      Forced{"hier_ring", "tcp", kThreeByTwo, "hier_ring_equal_nodes_tcp"}),
     [](const auto& info) { return std::string(info.param.label); });
 
 // Pretend nodes whose file gives no link parameters: init measures them (the

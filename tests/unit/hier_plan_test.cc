@@ -13,6 +13,7 @@
 
 #include "algo/algorithms.h"
 #include "algo/cost_model.h"
+#include "algo/hierarchical/node_fanout.h"
 #include "algo/log_blocks.h"
 #include "algo/ring_blocks.h"
 #include "algo/select.h"
@@ -313,8 +314,13 @@ TEST(HierPlans, LogStepPlansStaySmallAtScale) {
           a.rank = r;
           Plan p = buildCollectivePlan(a, OpDesc{}, cfg);
           // Per step across nodes: at most two ranges (the cyclic wrap) each way;
-          // inside: one flow per ring step (a column's runs are one flow).
-          EXPECT_LE(p.flows.size(), size_t(4 * steps + 3 * (per - 1) + 2))
+          // inside: one flow per ring step (a column's runs are one flow), or
+          // for the all-gather, whose columns fan out inside the node as they
+          // arrive (node_fanout.h), per step each range received goes to and
+          // comes from every other rank of the node, and its own block too.
+          const size_t limit = coll == Coll::kAllGather ? size_t(4 * steps + 4 * (per - 1) * steps + 2 * (per - 1) + 2)
+                                                        : size_t(4 * steps + 3 * (per - 1) + 2);
+          EXPECT_LE(p.flows.size(), limit)
               << collName(coll) << " " << nodes << "x" << per << (roundRobin ? " round-robin" : "") << " rank " << r;
         }
       }
@@ -492,6 +498,68 @@ TEST(HierPlans, SlicedExchangesOnSlowLinksMatchTheReference) {
   }
 }
 
+// On equal nodes the hierarchical all-gathers spread each column inside its
+// node beside the exchange across nodes (node_fanout.h): no phase is left
+// that only talks inside the node, every block a carrier receives goes on to
+// each other rank of its node in the same phase (a Send trailing the
+// receive), and the others receive it there from that carrier. Uneven nodes
+// keep the ring inside the node after the exchange.
+TEST(HierPlans, AllGatherFansOutInsideEqualNodes) {
+  for (const char* algo : {"hier_ring", "hier_halving", "hier_radix"})
+    for (const auto& [nodes, per] : {std::pair{2, 2}, {3, 4}, {5, 3}, {9, 2}}) {
+      Topology t = cluster(nodes, per);
+      ASSERT_TRUE(fansOutInNodes(t));
+      CollArgs a;
+      a.coll = Coll::kAllGather;
+      a.nranks = t.nranks();
+      a.count = 1009;
+      a.topo = &t;
+      Config cfg;
+      cfg.algo = algo;
+      for (a.rank = 0; a.rank < a.nranks; ++a.rank) {
+        const Plan p = buildCollectivePlan(a, OpDesc{}, cfg);
+        const std::string where = std::string(algo) + " " + std::to_string(nodes) + "x" + std::to_string(per) +
+                                  " rank " + std::to_string(a.rank);
+        size_t trailing = 0, fromNode = 0;
+        for (const Phase& ph : p.phases) {
+          bool across = false;
+          for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
+            const Flow& f = p.flows[i];
+            for (int other : {f.kind == FlowKind::kCopy ? -1 : f.peer, f.forwardPeer})
+              across |= other >= 0 && t.nodeOf(other) != t.nodeOf(a.rank);
+            if (f.trails >= 0) {
+              ++trailing;
+              const Flow& filler = p.flows[ph.first + uint32_t(f.trails)];
+              EXPECT_EQ(filler.kind, FlowKind::kRecv) << where;
+              EXPECT_NE(t.nodeOf(filler.peer), t.nodeOf(a.rank)) << where;
+              EXPECT_EQ(t.nodeOf(f.peer), t.nodeOf(a.rank)) << where;
+              EXPECT_EQ(f.src.offset, filler.dst.offset) << where;
+              EXPECT_EQ(f.bytes, filler.bytes) << where;
+            }
+            if (f.kind == FlowKind::kRecv && t.nodeOf(f.peer) == t.nodeOf(a.rank)) fromNode += f.bytes;
+          }
+          EXPECT_TRUE(across) << where << ": a phase only inside the node";
+        }
+        EXPECT_GT(trailing, 0u) << where;
+        // The node's other columns: (per - 1) of the per columns, every node's block of each.
+        EXPECT_EQ(fromNode, size_t(nodes) * size_t(per - 1) * a.count * 4) << where;
+      }
+    }
+  Topology uneven = Topology::fromNodeIds({0, 0, 0, 1, 1});
+  EXPECT_FALSE(fansOutInNodes(uneven));
+  EXPECT_FALSE(fansOutInNodes(cluster(1, 4)));
+  EXPECT_FALSE(fansOutInNodes(cluster(4, 1)));
+  CollArgs a;
+  a.coll = Coll::kAllGather;
+  a.nranks = uneven.nranks();
+  a.count = 1009;
+  a.topo = &uneven;
+  Config cfg;
+  cfg.algo = "hier_radix";
+  for (a.rank = 0; a.rank < a.nranks; ++a.rank)
+    for (const Flow& f : buildCollectivePlan(a, OpDesc{}, cfg).flows) EXPECT_LT(f.trails, 0);
+}
+
 // The rings inside a node take slices longer than the pipeline chunk where
 // the node's link would move a chunk in under four of its latencies, up to
 // half of what a link buffers; not where that buffering is unknown or too
@@ -540,7 +608,10 @@ TEST(HierPlans, RingsInsideFastNodesTakeLongerSlices) {
       // several nodes, and for the all-reduce only where a part is longer.
       const size_t bytes = collectiveBytes(coll, a.count, 4, a.nranks);
       const double fastUs = predictUs(algo, coll, bytes, fast, 4096), plainUs = predictUs(algo, coll, bytes, unknown, 4096);
-      if (fast.nnodes() > 1 && fast.maxLocal() > 1 && coll != Coll::kAllReduce) {
+      // (An all-gather on equal nodes has no ring inside them: node_fanout.h.)
+      const bool ringInside = fast.nnodes() > 1 && fast.maxLocal() > 1 && coll != Coll::kAllReduce &&
+                              !(coll == Coll::kAllGather && fansOutInNodes(fast));
+      if (ringInside) {
         EXPECT_LT(fastPhases, plainPhases) << l.name << " " << collName(coll) << " " << algo;
         EXPECT_LT(fastUs, plainUs) << l.name << " " << collName(coll) << " " << algo;
       } else {

@@ -3,11 +3,14 @@
 // nodes of the blocks of that column (block b = rank b's data, column = b's
 // local rank): a ring (hier_ring), log-step (hier_halving: recursive
 // doubling, or Bruck's for node counts that are not powers of two) or radix-k
-// (hier_radix: k-1 partners a step, algo/radix_blocks.h), (2) a
-// ring all-gather inside each node spreads every column from its carrier to
-// the node's other ranks, a column moving as one block of evenly spaced runs.
+// (hier_radix: k-1 partners a step, algo/radix_blocks.h), (2) every column
+// spreads from its carrier to the node's other ranks: where the nodes are
+// equal, beside (1), each block going on as it arrives (node_fanout.h);
+// elsewhere after it, by a ring all-gather inside each node, a column moving
+// as one block of evenly spaced runs.
 #include "algo/algorithms.h"
 #include "algo/compose.h"
+#include "algo/hierarchical/node_fanout.h"
 #include "algo/hierarchical/teams.h"
 #include "algo/log_blocks.h"
 #include "algo/radix_blocks.h"
@@ -44,21 +47,37 @@ void buildHierAllGather(const CollArgs& a, Plan& plan, ColumnAllGather across) {
     const size_t len = blockBegin(c, int(slices), int(s) + 1) - begin;
     auto dstOf = [&](size_t b) { return at(Buf::kRecv, (b * c + begin) * e); };
     const Ref mine = at(Buf::kSend, begin * e);
-    if (nodes > 1) {
-      for (int j : carriedColumns(t, a.rank)) {
-        std::vector<RingBlock> column(static_cast<size_t>(nodes));
-        for (int m = 0; m < nodes; ++m) {
-          RingBlock& b = column[size_t(m)];
-          const bool has = int(t.node(m).size()) > j;
-          const size_t rank = size_t(has ? t.node(m)[size_t(j)] : t.node(m)[0]);
-          b.owner = m;
-          b.dst = dstOf(rank);
-          b.src = int(rank) == a.rank && has ? mine : b.dst;
-          b.elems = has ? len : 0;
-        }
-        across(plan, columnTeam(t, j, a.rank), column, a);
+    // Column j's blocks as `carrier` (its carrier on this rank's node) sees them.
+    auto columnBlocks = [&](int j, int carrier) {
+      std::vector<RingBlock> column(static_cast<size_t>(nodes));
+      for (int m = 0; m < nodes; ++m) {
+        RingBlock& b = column[size_t(m)];
+        const bool has = int(t.node(m).size()) > j;
+        const size_t rank = size_t(has ? t.node(m)[size_t(j)] : t.node(m)[0]);
+        b.owner = m;
+        b.dst = dstOf(rank);
+        b.src = int(rank) == carrier && has ? mine : b.dst;
+        b.elems = has ? len : 0;
       }
+      return column;
+    };
+    if (fansOutInNodes(t)) {  // both stages at once (node_fanout.h)
+      std::vector<NodeColumn> columns(local.members.size());
+      for (size_t j = 0; j < columns.size(); ++j) {
+        NodeColumn& c = columns[j];
+        c.carrier = local.members[j];
+        c.ownBlock = dstOf(size_t(c.carrier));
+        c.across.elemSize = e;
+        c.across.dtype = plan.dtype;
+        c.across.redop = plan.redop;
+        c.across.nranks = plan.nranks;
+        across(c.across, columnTeam(t, int(j), c.carrier), columnBlocks(int(j), c.carrier), a);
+      }
+      emitFannedOutColumns(plan, local, columns, mine, len * e);
+      continue;
     }
+    if (nodes > 1)
+      for (int j : carriedColumns(t, a.rank)) across(plan, columnTeam(t, j, a.rank), columnBlocks(j, a.rank), a);
     std::vector<RingBlock> blocks;
     for (const ColumnRun& r : runs) {
       RingBlock b;

@@ -1,0 +1,149 @@
+#include "algo/hierarchical/node_fanout.h"
+
+#include <algorithm>
+
+#include "algo/algorithms.h"
+#include "core/error.h"
+
+namespace strata {
+
+bool fansOutInNodes(const Topology& t) {
+  if (t.nnodes() < 2 || t.maxLocal() < 2) return false;
+  for (int m = 0; m < t.nnodes(); ++m)
+    if (int(t.node(m).size()) != t.maxLocal()) return false;
+  return true;
+}
+
+namespace {
+
+// Whether a flow of a column's exchange lands one of the column's blocks.
+bool landsBlock(const Flow& f) { return f.kind == FlowKind::kRecv && f.dst.valid() && !f.reduce; }
+
+// Flow `f` (a receive) cut into pieces of about kFanOutPieceBytes, whole
+// elements each, in order: a strided flow by whole runs where a run is
+// shorter than a piece, else run by run and each run by bytes.
+std::vector<Flow> cutIntoPieces(const Flow& f, size_t elemSize) {
+  const size_t piece = std::max(elemSize, kFanOutPieceBytes / elemSize * elemSize);
+  const size_t runs = f.runs, run = runBytes(f);
+  if (f.bytes == 0) return {f};
+  std::vector<Flow> pieces;
+  if (runs > 1 && run < piece) {
+    const size_t group = piece / run;
+    for (size_t first = 0; first < runs; first += group) {
+      Flow p = f;
+      p.runs = uint32_t(std::min(group, runs - first));
+      p.dst = plus(f.dst, first * f.dstStride);
+      p.bytes = p.runs * run;
+      if (p.runs == 1) p.dstStride = 0;
+      pieces.push_back(p);
+    }
+    return pieces;
+  }
+  for (size_t r = 0; r < runs; ++r)
+    for (size_t at = 0; at < run; at += piece) {
+      Flow p = f;
+      p.runs = 1;
+      p.dstStride = 0;
+      p.dst = plus(f.dst, r * f.dstStride + at);
+      p.bytes = std::min(piece, run - at);
+      pieces.push_back(p);
+    }
+  return pieces;
+}
+
+// The flows of one phase of a column's exchange: the others as they are,
+// then the receives that land blocks, cut into pieces taken in turn partner
+// by partner (each partner's in its order) where several partners send.
+struct PhaseFlows {
+  std::vector<Flow> others, landing;
+};
+PhaseFlows piecesInTurn(const Plan& across, const Phase& ph) {
+  PhaseFlows out;
+  std::vector<std::vector<Flow>> byPartner;
+  std::vector<int> partners;
+  for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
+    const Flow& f = across.flows[i];
+    if (!landsBlock(f)) {
+      out.others.push_back(f);
+      continue;
+    }
+    size_t k = 0;
+    while (k < partners.size() && partners[k] != f.peer) ++k;
+    if (k == partners.size()) {
+      partners.push_back(f.peer);
+      byPartner.emplace_back();
+    }
+    byPartner[k].push_back(f);
+  }
+  if (byPartner.size() < 2) {
+    for (const std::vector<Flow>& flows : byPartner) out.landing = flows;
+    return out;
+  }
+  std::vector<std::vector<Flow>> cut(byPartner.size());
+  for (size_t k = 0; k < byPartner.size(); ++k)
+    for (const Flow& f : byPartner[k])
+      for (const Flow& p : cutIntoPieces(f, across.elemSize)) cut[k].push_back(p);
+  for (size_t turn = 0;; ++turn) {
+    bool any = false;
+    for (const std::vector<Flow>& pieces : cut)
+      if (turn < pieces.size()) {
+        out.landing.push_back(pieces[turn]);
+        any = true;
+      }
+    if (!any) break;
+  }
+  return out;
+}
+
+void checkAligned(const std::vector<NodeColumn>& columns) {
+  const size_t phases = columns[0].across.phases.size();
+  for (const NodeColumn& c : columns)
+    if (c.across.phases.size() != phases || c.across.scratchBytes)
+      throw Error(strataInternalError, "the columns of a node take different phases across nodes; "
+                                       "their stages cannot run side by side");
+}
+
+}  // namespace
+
+void emitFannedOutColumns(Plan& plan, const Team& local, const std::vector<NodeColumn>& columns, Ref mine,
+                          size_t ownBytes) {
+  checkAligned(columns);
+  const NodeColumn& carried = columns[size_t(local.me)];
+  for (size_t p = 0; p < carried.across.phases.size(); ++p) {
+    plan.beginPhase();
+    auto toNode = [&](Flow f) {
+      for (int q : local.members)
+        if (q != local.members[size_t(local.me)]) {
+          f.peer = q;
+          plan.add(f);
+        }
+    };
+    // My block to the node, my column's flows, each block that lands fanned out.
+    if (p == 0) toNode(sendFlow(-1, mine, ownBytes));
+    const PhaseFlows mineNow = piecesInTurn(carried.across, carried.across.phases[p]);
+    for (const Flow& f : mineNow.others) plan.add(f);
+    for (const Flow& f : mineNow.landing) {
+      const int32_t landing = int32_t(plan.phases.back().count);
+      plan.add(f);
+      Flow out = sendFlow(-1, f.dst, f.bytes);
+      out.runs = f.runs;
+      out.srcStride = f.dstStride;
+      out.trails = landing;
+      toNode(out);
+    }
+    // The node's other columns, from their carriers, in the order they send them.
+    for (size_t j = 0; j < columns.size(); ++j) {
+      if (int(j) == local.me) continue;
+      const NodeColumn& c = columns[j];
+      if (p == 0) plan.add(recvFlow(c.carrier, c.ownBlock, ownBytes));
+      for (const Flow& f : piecesInTurn(c.across, c.across.phases[p]).landing) {
+        Flow in = recvFlow(c.carrier, f.dst, f.bytes);
+        in.runs = f.runs;
+        in.dstStride = f.dstStride;
+        plan.add(in);
+      }
+    }
+  }
+}
+
+}  // namespace strata

@@ -1,0 +1,54 @@
+// The hierarchical all-gather's two stages run side by side: each carrier's
+// exchange across nodes, and the spreading of every column to the other ranks
+// of its node. Every block a carrier receives across nodes goes on, as it
+// arrives, to each other rank of its node (Sends that trail the receive:
+// Flow::trails), and its own block goes to them in the first phase; in the
+// same phases each rank receives its node's other columns from their
+// carriers. The node's links carry what a ring inside the node would (each
+// rank sends L-1 copies of what it carries), but while the network's links
+// carry theirs, instead of after them.
+// What a carrier sends on to a rank of its node goes in plan order (one
+// stream per pair of ranks), while its partners across nodes send at once (a
+// radix step's): so that one partner's data does not wait behind another's
+// until the phase's end, the receives of a phase from several partners are
+// cut into pieces of kFanOutPieceBytes taken in turn, partner by partner, and
+// each piece goes on as it lands. A byte stream, the link does not see the
+// cut: each partner still sends its message whole.
+// No wait can go round in a circle, whatever the links buffer: a rank's
+// receives from its node's carriers wait for nothing but their data, so a
+// carrier's sends to its node always drain, and the exchange across nodes is
+// the plan it was. Applies where every node has the same number of ranks,
+// two or more: each rank then carries one column, and the carriers of a
+// node take the same phases, so a phase's receives from a carrier are that
+// carrier's trailing sends of the same phase.
+#pragma once
+
+#include <vector>
+
+#include "algo/plan.h"
+#include "algo/ring_blocks.h"
+#include "topo/topology.h"
+
+namespace strata {
+
+constexpr size_t kFanOutPieceBytes = 64 * 1024;
+
+// Whether the hierarchical all-gather fans out inside the nodes on `t`.
+bool fansOutInNodes(const Topology& t);
+
+// One column of this rank's node: its exchange across nodes as its carrier
+// emits it (peers global ranks; the flows that land blocks are the same on
+// every rank of the node, as the blocks' places are), where the carrier's own
+// block lands, and who the carrier is.
+struct NodeColumn {
+  Plan across;
+  int carrier = -1;
+  Ref ownBlock;
+};
+
+// Adds the merged phases: `columns[local.me]` is the column this rank
+// carries, whose own block is at `mine` (`ownBytes` long, as every column's).
+void emitFannedOutColumns(Plan& plan, const Team& local, const std::vector<NodeColumn>& columns, Ref mine,
+                          size_t ownBytes);
+
+}  // namespace strata
