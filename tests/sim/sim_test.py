@@ -3,7 +3,7 @@
 
 - Times a hand can work out (no cost model involved): a pipelined chain, a
   full-duplex exchange, a slow NIC, a late root, a tapered fat-tree, a node's
-  network in rails, a per-message cost.
+  network in rails, a per-message cost, a fan-out inside nodes.
 - Every algorithm the selector offers, for every collective, replays to the
   end (no stalled rank) on odd layouts: one node of 3, 5 nodes of 1, 3 nodes
   of 2, 2 nodes of 3; odd counts.
@@ -124,6 +124,18 @@ for gap, want in ((0, ALPHA), (2, ALPHA + 6 * 2)):
     check(near(rx["sim_us"], want, 0.01) and near(rx["model_us"], want, 0.01),
           f"radix all-gather of 64 B on 8 x 1 with a {gap} us gap: sim {rx['sim_us']:.1f} us, model "
           f"{rx['model_us']:.1f} us, by hand {want:.1f} us")
+
+# The hierarchical all-gather's fan-out inside equal nodes (Sends trailing a
+# Recv): 8 MiB on 2 x 4, two outer slices of one phase each. In a phase each
+# carrier's 512 KiB crosses at a quarter of the node's link after a latency,
+# in two 256 KiB fragments; its own block and the first fragment go on to the
+# node's 3 others meanwhile, the last fragment after it landed (2 us + 3 x
+# 256 KiB at 450 GB/s).
+fan = one("all_gather", "--nodes", "2", "--per-node", "4", "-d", "uint8", "-b", "8M", "-e", "8M", "--algo", "hier_radix")
+want = 2 * (ALPHA + (512 << 10) / (GBPS / 4 * 1e3) + 2 + 3 * (256 << 10) / 450e3)
+check(near(fan["sim_us"], want, 0.005) and near(fan["model_us"], want, 0.005),
+      f"all-gather of 8 MiB on 2 x 4 fanned out inside the nodes: sim {fan['sim_us']:.1f} us, model "
+      f"{fan['model_us']:.1f} us, by hand {want:.1f} us")
 
 # 2. Every algorithm of every collective replays on odd layouts.
 for coll in ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "alltoall"]:
