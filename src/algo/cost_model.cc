@@ -238,6 +238,9 @@ double interColumnsUs(const Topology& t, double bytesPerStep, double phases) {
 struct AcrossPhase {
   double us = 0, received = 0, count = 0, left = 0;
   bool pipelined = false;
+  // A reduce-scatter: the bytes of the carrier's partial sums the phase
+  // reads for the first time, which node_fanin.h sums from the node first.
+  double firstRead = 0;
 };
 using AcrossPhases = std::vector<AcrossPhase>;
 
@@ -272,6 +275,39 @@ double fannedOutUs(const Topology& t, const AcrossPhases& phases, double ownByte
   return us + lastTail;
 }
 
+// The hierarchical reduce-scatter with its node's fan-in beside the exchange
+// across nodes (algo/hierarchical/node_fanin.h): in each phase the node's
+// L-1 other ranks send the carrier their contributions to what the phase
+// reads first (into its link at once), which it sums one contributor after
+// the other as they come; what reads the sums follows the last. A phase takes
+// the first fragment's way through that (its latency, the fragments of the
+// L-1 coming in together, L-1 reductions), then the longer of the exchange
+// and the rest of the contributions; a ring's (`pipelined`) takes the longer
+// of its exchange, whose data comes a latency after the last phase's anyway,
+// and all of that.
+double fannedInUs(const Topology& t, const AcrossPhases& phases) {
+  const double others = t.maxLocal() - 1, usPerByte = 1 / (t.intra.gbps * 1e3);
+  double us = 0;
+  for (const AcrossPhase& p : phases) {
+    const double fragment = std::min(p.firstRead, double(kMaxFragment));
+    const double fill = p.firstRead > 0 ? t.intra.alphaUs + others * (fragment * usPerByte + localReduceUs(t, fragment)) : 0;
+    const double rest = others * (p.firstRead - fragment) * usPerByte;
+    us += p.count * (p.pipelined ? std::max(p.us, fill + rest) : fill + std::max(p.us, rest));
+  }
+  return us;
+}
+
+// Marks `blocks` read and returns how many were not read before.
+double firstReads(std::vector<bool>& read, const std::vector<int>& blocks) {
+  double fresh = 0;
+  for (int q : blocks)
+    if (!read[size_t(q)]) {
+      read[size_t(q)] = true;
+      ++fresh;
+    }
+  return fresh;
+}
+
 // The intra-node stage: on each node a ring over its ranks that moves
 // `blocks` blocks of `blockBytes` (in rounds of one block per member), each
 // cut into the slices of a ring inside a node (nodeRingSliceBytes).
@@ -291,7 +327,8 @@ double intraRingsUs(const Topology& t, double blocks, double blockBytes, size_t 
 AcrossPhases ringColumnsPhases(const Topology& t, double blockBytes, double steps, size_t chunk) {
   const double p = double(sliceCount(size_t(blockBytes), linkPhaseBytes(&t, chunk)));
   const double bytes = blockBytes / p;
-  return {{interColumnsPhaseUs(t, bytes), bytes, steps * p, std::min(bytes, double(kMaxFragment)), true}};
+  // (A reduce-scatter's phase reads a new block's sums: the one it sends or reduces.)
+  return {{interColumnsPhaseUs(t, bytes), bytes, steps * p, std::min(bytes, double(kMaxFragment)), true, bytes}};
 }
 
 double ringColumnsUs(const Topology& t, double blockBytes, double steps, size_t chunk) {
@@ -314,10 +351,18 @@ double hierRingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
 AcrossPhases logColumnsPhases(const Topology& t, double blockBytes, size_t chunk, bool reduceScatter) {
   const size_t slice = linkPhaseBytes(&t, chunk);
   AcrossPhases phases;
+  const std::vector<LogStep> steps = reduceScatter ? logReduceScatterSteps(t.nnodes(), 0) : std::vector<LogStep>{};
+  std::vector<bool> read(size_t(t.nnodes()), false);
   for (const LogStepShape& sh : logStepShapes(t.nnodes(), reduceScatter)) {
     const double slices = double(sliceCount(size_t(sh.blocks * blockBytes), slice));
     const double bytes = sh.blocks * blockBytes / slices;
-    phases.push_back({interColumnsPhaseUs(t, bytes), bytes, slices, std::min(bytes, double(kMaxFragment))});
+    double fresh = 0;
+    if (reduceScatter) {
+      const LogStep& step = steps[phases.size()];
+      fresh = firstReads(read, step.sent) + firstReads(read, step.received);
+    }
+    phases.push_back({interColumnsPhaseUs(t, bytes), bytes, slices, std::min(bytes, double(kMaxFragment)), false,
+                      fresh * blockBytes / slices});
   }
   return phases;
 }
@@ -338,7 +383,10 @@ AcrossPhases radixColumnsPhases(const Topology& t, double blockBytes, size_t chu
   if (nodes < 2) return {};
   const size_t slice = linkPhaseBytes(&t, chunk);
   AcrossPhases phases;
-  for (const RadixStep& step : radixAllGatherSteps(nodes, 0, radixFor(nodes))) {
+  std::vector<bool> read(size_t(nodes), false);
+  const int radix = radixFor(nodes);
+  for (const RadixStep& step : reduceScatter ? radixReduceScatterSteps(nodes, 0, radix)
+                                             : radixAllGatherSteps(nodes, 0, radix)) {
     const double partners = double(step.sends.size());
     const double largest = double(step.sends[0].blocks.size()) * blockBytes;
     double total = 0;
@@ -360,7 +408,12 @@ AcrossPhases radixColumnsPhases(const Topology& t, double blockBytes, size_t chu
     // share the links); what landed before went on meanwhile, in pieces
     // taken in turn (node_fanout.h).
     const double left = std::min(total, partners * std::min(largest / slices, double(kMaxFragment)));
-    phases.push_back({worst, total / slices, slices, std::min(total / slices, left)});
+    double fresh = 0;  // a reduce-scatter step reads what it sends and what the first partner's data reduces
+    if (reduceScatter) {
+      for (const RadixTransfer& m : step.sends) fresh += firstReads(read, m.blocks);
+      fresh += firstReads(read, step.recvs[0].blocks);
+    }
+    phases.push_back({worst, total / slices, slices, std::min(total / slices, left), false, fresh * blockBytes / slices});
   }
   return phases;
 }
@@ -417,8 +470,8 @@ double logStepsUs(const Topology& t, const std::vector<int>& team, double blockB
 // Mirrors buildHierRingReduceScatter / AllGather and their hier_halving and
 // hier_radix forms: per outer slice, the intra ring over the columns, then
 // each column's ring (N-1 steps of one block), log-step or radix-k exchange
-// across nodes, all of a node's carriers at once; an all-gather on equal
-// nodes fans each column out inside its node beside that exchange instead.
+// across nodes, all of a node's carriers at once; on equal nodes the stage
+// inside them runs beside that exchange instead (node_fanout.h, node_fanin.h).
 enum class Across { kRing, kLog, kRadix };
 double hierScatterGatherUs(const Topology& t, double bytes, size_t chunk, Across across, bool reduceScatter) {
   const double n = t.nranks(), nodes = t.nnodes(), block = bytes / n;
@@ -427,7 +480,7 @@ double hierScatterGatherUs(const Topology& t, double bytes, size_t chunk, Across
   const AcrossPhases inter = across == Across::kLog     ? logColumnsPhases(t, bs, chunk, reduceScatter)
                              : across == Across::kRadix ? radixColumnsPhases(t, bs, chunk, reduceScatter)
                                                         : ringColumnsPhases(t, bs, nodes - 1, chunk);
-  if (!reduceScatter && fansOutInNodes(t)) return slices * fannedOutUs(t, inter, bs);
+  if (stagesSideBySide(t)) return slices * (reduceScatter ? fannedInUs(t, inter) : fannedOutUs(t, inter, bs));
   return slices * (intraColumnRingsUs(t, bs, chunk) + totalUs(inter));
 }
 

@@ -9,10 +9,11 @@
 //   Recv : value = (bytes from `peer`) [reduce: op `src`]; value lands in
 //          `dst` (optional) and streams on to `forwardPeer` (optional).
 //   Copy : value = `src`; lands in `dst` and/or streams to `forwardPeer`.
-// A Send may trail another flow of its phase (`trails`): it sends only the
-// bytes that flow has already put in its destination, which is the Send's
-// source, so one received stream fans out to several peers as it arrives
-// (a Recv forwards to one peer at most).
+// A Send, or a reducing Recv, may trail another flow of its phase (`trails`):
+// it uses only the bytes that flow has already put in its destination, which
+// is this flow's source, so one received stream fans out to several peers as
+// it arrives (a Recv forwards to one peer at most), and several peers'
+// contributions are summed into one place one after the other as they come.
 // `finalize` applies the op's finishing step (Avg: divide by nranks) to the
 // value. A flow's bytes may lie in `runs` equal runs spaced `srcStride` /
 // `dstStride` bytes apart (a strided region, as an MPI vector type: the
@@ -64,9 +65,10 @@ struct Flow {
   // stay unchanged for the rest of the operation: a transport may lend them
   // to the peer instead of copying them (shm single copy). Set by seal().
   bool lends = false;
-  // A Send only: the index, within this flow's phase, of an earlier Recv
-  // whose destination this flow sends (the same bytes, runs and stride) as
-  // fast as that flow fills it; -1: the source is all there.
+  // A Send or reducing Recv: the index, within this flow's phase, of an
+  // earlier Recv whose destination is this flow's source (the same bytes,
+  // runs and stride), used as fast as that flow fills it; -1: the source is
+  // all there.
   int32_t trails = -1;
 };
 

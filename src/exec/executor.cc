@@ -282,9 +282,9 @@ class PlanRunner {
     return end > done ? end - done : 0;
   }
 
-  // Bytes of a Send's source that are there to send: all of them, or as
+  // Bytes of a flow's source that are there to use: all of them, or as
   // many whole elements as the flow it trails has put in place (Flow::trails).
-  size_t sendable(const Flow& f) const {
+  size_t readyBytes(const Flow& f) const {
     if (f.trails < 0) return f.bytes;
     const FlowState& filler = states_[f.trails];
     const size_t ready = std::min(f.bytes, std::max(filler.landed, filler.done));
@@ -309,7 +309,7 @@ class PlanRunner {
 
   bool stepSend(const Flow& f, FlowState& st) {
     Channel& ch = comm_.channel(f.peer);
-    const size_t ready = sendable(f);
+    const size_t ready = readyBytes(f);
     bool moved = false;
     if (f.sendsDesc && !st.descSent) {
       if (!sendDescAndFirst(ch, f, st, ready)) return false;
@@ -360,7 +360,7 @@ class PlanRunner {
       if (!pushDesc(*out, f, st)) return moved;
       moved = true;
     }
-    const bool plainData = !f.reduce && !(f.finalize && plan_.redop == strataAvg);
+    const bool plainData = !f.reduce && !(f.finalize && plan_.redop == strataAvg) && f.trails < 0;
     if (in && plainData && st.dst.base && !st.dst.segmented() && (!out || !f.sendsDesc || st.descSent))
       return stepLand(f, st, *in, out) || moved;
     if (out && plainData && (!f.sendsDesc || st.descSent))
@@ -368,8 +368,9 @@ class PlanRunner {
     const size_t elem = plan_.elemSize;
     // The descriptor rides in front of the first forwarded fragment.
     size_t prefix = (out && f.sendsDesc && !st.descSent) ? kOpDescBytes : 0;
-    while (st.done < f.bytes) {
-      size_t n = std::min(f.bytes - st.done, kMaxFragment);
+    const size_t ready = readyBytes(f);
+    while (st.done < ready) {
+      size_t n = std::min(ready - st.done, kMaxFragment);
       const uint8_t* incoming = nullptr;
       if (in) {
         ConstSpan s = in->peekRecv();

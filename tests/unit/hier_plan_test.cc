@@ -314,12 +314,11 @@ TEST(HierPlans, LogStepPlansStaySmallAtScale) {
           a.rank = r;
           Plan p = buildCollectivePlan(a, OpDesc{}, cfg);
           // Per step across nodes: at most two ranges (the cyclic wrap) each way;
-          // inside: one flow per ring step (a column's runs are one flow), or
-          // for the all-gather, whose columns fan out inside the node as they
-          // arrive (node_fanout.h), per step each range received goes to and
-          // comes from every other rank of the node, and its own block too.
-          const size_t limit = coll == Coll::kAllGather ? size_t(4 * steps + 4 * (per - 1) * steps + 2 * (per - 1) + 2)
-                                                        : size_t(4 * steps + 3 * (per - 1) + 2);
+          // inside the node, where its stage runs beside that exchange
+          // (node_fanout.h, node_fanin.h), per step each such range also goes
+          // to or comes from every other rank of the node (the all-gather's
+          // own block too).
+          const size_t limit = size_t(4 * steps + 4 * (per - 1) * steps + 2 * (per - 1) + 2);
           EXPECT_LE(p.flows.size(), limit)
               << collName(coll) << " " << nodes << "x" << per << (roundRobin ? " round-robin" : "") << " rank " << r;
         }
@@ -508,7 +507,7 @@ TEST(HierPlans, AllGatherFansOutInsideEqualNodes) {
   for (const char* algo : {"hier_ring", "hier_halving", "hier_radix"})
     for (const auto& [nodes, per] : {std::pair{2, 2}, {3, 4}, {5, 3}, {9, 2}}) {
       Topology t = cluster(nodes, per);
-      ASSERT_TRUE(fansOutInNodes(t));
+      ASSERT_TRUE(stagesSideBySide(t));
       CollArgs a;
       a.coll = Coll::kAllGather;
       a.nranks = t.nranks();
@@ -546,9 +545,9 @@ TEST(HierPlans, AllGatherFansOutInsideEqualNodes) {
       }
     }
   Topology uneven = Topology::fromNodeIds({0, 0, 0, 1, 1});
-  EXPECT_FALSE(fansOutInNodes(uneven));
-  EXPECT_FALSE(fansOutInNodes(cluster(1, 4)));
-  EXPECT_FALSE(fansOutInNodes(cluster(4, 1)));
+  EXPECT_FALSE(stagesSideBySide(uneven));
+  EXPECT_FALSE(stagesSideBySide(cluster(1, 4)));
+  EXPECT_FALSE(stagesSideBySide(cluster(4, 1)));
   CollArgs a;
   a.coll = Coll::kAllGather;
   a.nranks = uneven.nranks();
@@ -608,9 +607,9 @@ TEST(HierPlans, RingsInsideFastNodesTakeLongerSlices) {
       // several nodes, and for the all-reduce only where a part is longer.
       const size_t bytes = collectiveBytes(coll, a.count, 4, a.nranks);
       const double fastUs = predictUs(algo, coll, bytes, fast, 4096), plainUs = predictUs(algo, coll, bytes, unknown, 4096);
-      // (An all-gather on equal nodes has no ring inside them: node_fanout.h.)
+      // (Equal nodes have no ring inside them: node_fanout.h, node_fanin.h.)
       const bool ringInside = fast.nnodes() > 1 && fast.maxLocal() > 1 && coll != Coll::kAllReduce &&
-                              !(coll == Coll::kAllGather && fansOutInNodes(fast));
+                              !stagesSideBySide(fast);
       if (ringInside) {
         EXPECT_LT(fastPhases, plainPhases) << l.name << " " << collName(coll) << " " << algo;
         EXPECT_LT(fastUs, plainUs) << l.name << " " << collName(coll) << " " << algo;

@@ -160,9 +160,9 @@ TEST(Radix, HierRadixPlansStaySmallAtScale) {
       for (int r : {0, 7, t.nranks() - 1}) {
         Plan p = planFor(t, coll, r, 3, 1 << 20);
         ASSERT_EQ(p.algorithm, "hier_radix");
-        // The all-gather's columns fan out inside the node (node_fanout.h):
-        // per step each range received goes to and comes from the node's others.
-        const size_t fanOut = coll == Coll::kAllGather ? size_t(steps * 4 * (k - 1) * (per - 1) + 2 * (per - 1)) : 0;
+        // The stage inside the node runs beside the exchange (node_fanout.h,
+        // node_fanin.h): per step each range goes to or comes from the node's others.
+        const size_t fanOut = size_t(steps * 4 * (k - 1) * (per - 1) + 2 * (per - 1));
         EXPECT_LE(p.flows.size(), size_t(steps * 4 * (k - 1) + 3 * (per - 1) + 3) + fanOut)
             << collName(coll) << " " << nodes << "x" << per << " rank " << r;
       }

@@ -61,7 +61,7 @@ void buildHierAllGather(const CollArgs& a, Plan& plan, ColumnAllGather across) {
       }
       return column;
     };
-    if (fansOutInNodes(t)) {  // both stages at once (node_fanout.h)
+    if (stagesSideBySide(t)) {  // both stages at once (node_fanout.h)
       std::vector<NodeColumn> columns(local.members.size());
       for (size_t j = 0; j < columns.size(); ++j) {
         NodeColumn& c = columns[j];

@@ -7,7 +7,7 @@
 
 namespace strata {
 
-bool fansOutInNodes(const Topology& t) {
+bool stagesSideBySide(const Topology& t) {
   if (t.nnodes() < 2 || t.maxLocal() < 2) return false;
   for (int m = 0; m < t.nnodes(); ++m)
     if (int(t.node(m).size()) != t.maxLocal()) return false;

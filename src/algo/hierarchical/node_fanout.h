@@ -33,8 +33,10 @@ namespace strata {
 
 constexpr size_t kFanOutPieceBytes = 64 * 1024;
 
-// Whether the hierarchical all-gather fans out inside the nodes on `t`.
-bool fansOutInNodes(const Topology& t);
+// Whether the hierarchical all-gather and reduce-scatter run the stage inside
+// the nodes beside the exchange across them on `t` (fanning out here, in
+// node_fanin.h for the reduce-scatter).
+bool stagesSideBySide(const Topology& t);
 
 // One column of this rank's node: its exchange across nodes as its carrier
 // emits it (peers global ranks; the flows that land blocks are the same on

@@ -8,9 +8,13 @@
 // rank: a ring (hier_ring, N-1 steps), log-step (hier_halving, ceil(log2 N)
 // steps: algo/log_blocks.h) or radix-k (hier_radix, ceil(log_k N) steps of
 // k-1 partners at once: algo/radix_blocks.h). A node's link carries (N-1)/N of
-// the data, the minimum, every way.
+// the data, the minimum, every way. Where the nodes are equal, (1) runs beside
+// (2) instead of before it: the node's ranks send each carrier their
+// contributions as (2) first reads them (node_fanin.h).
 #include "algo/algorithms.h"
 #include "algo/compose.h"
+#include "algo/hierarchical/node_fanin.h"
+#include "algo/hierarchical/node_fanout.h"
 #include "algo/hierarchical/teams.h"
 #include "algo/log_blocks.h"
 #include "algo/radix_blocks.h"
@@ -55,9 +59,43 @@ void buildHierReduceScatter(const CollArgs& a, Plan& plan, ColumnReduceScatter a
     for (int j : carriedColumns(t, a.rank))
       columnSum[size_t(j)] = reserveScratch(plan, columnRanks(t, j).size() * c * e);
   const size_t slices = hierBlockSlices(t, c * e, a.chunkBytes);
+  // Column j's blocks as `carrier` (its carrier on this rank's node) sees
+  // them, in its partial sums `sums`: its own block's result lands in its
+  // receive buffer.
+  auto columnBlocks = [&](int j, int carrier, Ref sums, size_t begin, size_t len) {
+    std::vector<RingBlock> column(static_cast<size_t>(nodes));
+    size_t index = 0;  // of the next block in the column
+    for (int m = 0; m < nodes; ++m) {
+      RingBlock& b = column[size_t(m)];
+      const bool has = int(t.node(m).size()) > j;
+      b.owner = m;
+      b.src = b.dst = plus(sums, (index * c + begin) * e);
+      b.elems = has ? len : 0;
+      if (has && t.node(m)[size_t(j)] == carrier) b.dst = at(Buf::kRecv, begin * e);
+      index += has ? 1 : 0;
+    }
+    return column;
+  };
   for (size_t s = 0; s < slices; ++s) {
     const size_t begin = blockBegin(c, int(slices), int(s));
     const size_t len = blockBegin(c, int(slices), int(s) + 1) - begin;
+    if (stagesSideBySide(t)) {  // both stages at once (node_fanin.h)
+      std::vector<NodeColumnSums> columns(local.members.size());
+      for (size_t j = 0; j < columns.size(); ++j) {
+        NodeColumnSums& col = columns[j];
+        col.carrier = local.members[j];
+        col.sums = int(j) == local.me ? columnSum[j] : at(Buf::kScratch, 0);  // others': only where, within them
+        col.blockBytes = c * e;
+        for (int r : columnRanks(t, int(j))) col.sendOffset.push_back(size_t(r) * c * e);
+        col.across.elemSize = e;
+        col.across.dtype = plan.dtype;
+        col.across.redop = plan.redop;
+        col.across.nranks = plan.nranks;
+        across(col.across, columnTeam(t, int(j), col.carrier), columnBlocks(int(j), col.carrier, col.sums, begin, len), a);
+      }
+      emitFannedInColumns(plan, local, columns);
+      continue;
+    }
     std::vector<RingBlock> blocks;
     for (const ColumnRun& r : runs) {
       RingBlock b;
@@ -73,20 +111,8 @@ void buildHierReduceScatter(const CollArgs& a, Plan& plan, ColumnReduceScatter a
     }
     emitRingReduceScatter(plan, local, blocks, nodeRingSliceBytes(t, a.chunkBytes), nodes == 1);
     if (nodes == 1) continue;
-    for (int j : carriedColumns(t, a.rank)) {
-      std::vector<RingBlock> column(static_cast<size_t>(nodes));
-      size_t index = 0;  // of the next block in the column
-      for (int m = 0; m < nodes; ++m) {
-        RingBlock& b = column[size_t(m)];
-        const bool has = int(t.node(m).size()) > j;
-        b.owner = m;
-        b.src = b.dst = plus(columnSum[size_t(j)], (index * c + begin) * e);
-        b.elems = has ? len : 0;
-        if (has && t.node(m)[size_t(j)] == a.rank) b.dst = at(Buf::kRecv, begin * e);
-        index += has ? 1 : 0;
-      }
-      across(plan, columnTeam(t, j, a.rank), column, a);
-    }
+    for (int j : carriedColumns(t, a.rank))
+      across(plan, columnTeam(t, j, a.rank), columnBlocks(j, a.rank, columnSum[size_t(j)], begin, len), a);
   }
 }
 
