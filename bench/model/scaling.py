@@ -212,27 +212,21 @@ def scatter_gather_reading(predictions, args):
     a = by[(lo, size)]
     allowed = time_for_90_percent(a["us"], lo * args.per_node, hi * args.per_node)
     link = link_floor_us(size, gbps, hi)
-    # The stage inside the nodes: what the model gives the same algorithm with the network made free.
-    inside_row = run_json(MODEL, "reduce_scatter", "--nodes", str(hi), "--per-node", str(args.per_node), "--intra",
-                          args.intra, "--inter", "0,1e9", "--memory", args.memory, "-b", str(size), "-e",
-                          str(size))[0]
-    inside = inside_row["candidates"][b["chosen"]]
-    slice_bytes = inside_row["node_ring_slice"]  # nodeRingSliceBytes, as the planner cuts that ring
-    pieces = size // args.per_node // slice_bytes
+    # What the stage inside the nodes still adds: the same algorithm with the links inside the nodes made free.
+    free_row = run_json(MODEL, "reduce_scatter", "--nodes", str(hi), "--per-node", str(args.per_node), "--intra",
+                        "0,1e9", "--inter", args.inter, "--memory", args.memory, "-b", str(size), "-e",
+                        str(size))[0]
+    free = free_row["candidates"][b["chosen"]]
     gap = ("- 90% of the " f"{lo}-node busbw on {hi} nodes (the table above): at {fmt_size(size)} the "
            f"{fmt_time(b['us'] - link)} {b['chosen']} takes beyond its link floor ({fmt_time(allowed - link)} "
-           f"allowed) are, in the cost model's terms (algo/cost_model.cc), {fmt_time(inside)} of the stage inside "
-           f"the nodes and the reductions (the model's {b['chosen']} with the network made free, `--inter 0,1e9`: "
-           f"mostly the ring inside each node, {args.per_node - 1} steps of {pieces} slices of "
-           f"{fmt_size(slice_bytes)}, each paying the {intra_alpha:g} µs latency of a link that moves the slice in "
-           f"{slice_bytes / (intra_gbps * 1e3):.2g} µs; a ring inside a node takes slices that long on such a link, "
-           "up to half of what a link buffers: ring_blocks.h, nodeRingSliceBytes) "
-           f"and {fmt_time(b['us'] - link - inside)} across nodes (the latencies of the steps' phases). "
-           "What is left of the first needs the stage inside the nodes to run beside the transfers across them "
-           "(it uses other links), which the plans do not do yet: a rank runs its phases one after another, so "
-           "the two stages would have to share phases, or the blocks a carrier receives across nodes go on into "
-           "the ring inside its node as they arrive (as a ring's receive-and-forward flows do); the paragraphs "
-           "under the table give the most it can bring.")
+           f"allowed) are, in the cost model's terms (algo/cost_model.cc), {fmt_time(b['us'] - free)} that the "
+           f"stage inside the nodes still adds (the model's {b['chosen']} with the links inside the nodes made "
+           f"free, `--intra 0,1e9`, takes {fmt_time(free)}) and {fmt_time(free - link)} across nodes (the "
+           "latencies of the steps' phases and the reductions). On equal nodes that stage runs beside the "
+           "exchange across them (algo/hierarchical/node_fanin.h for the reduce-scatter, node_fanout.h for the "
+           "all-gather): what is left of it is each phase's start and end, the first fragment's way through the "
+           "node's fan-in, or the last fragments' way on through its fan-out (a network message lands a 256 KiB "
+           "fragment at a time, each partner's last one as the step ends).")
     return [wins, gap]
 
 
@@ -289,6 +283,12 @@ def scale_out(predictions, args):
     most, and the arithmetic of what the model allows at each size."""
     alpha, gbps = (float(x) for x in args.inter.split(","))
     lines = ["## Reduce-scatter and all-gather from the fewest nodes to the most", ""]
+
+    # The link floor's busbw: an exchange that moves the minimal (N-1)/N of the data over each node's
+    # link and shows nothing else takes S (N-1)/N / B, so its busbw is B N/(N-1) (n-1)/n.
+    def floor_busbw(nodes, ranks):
+        return gbps * nodes / (nodes - 1) * (ranks - 1) / ranks
+
     for coll in ("reduce_scatter", "all_gather"):
         rows = predictions[coll]
         nodes = sorted({r["nodes"] for r in rows})
@@ -302,10 +302,10 @@ def scale_out(predictions, args):
                          f"({small['chosen']}); hier_halving's log2 steps, {fmt_time(small['candidates']['hier_halving'])}"
                          f"; the flat ring, {fmt_time(small['candidates']['ring'])}.")
         lines += ["", f"| size | busbw {lo} nodes | busbw {hi} nodes | ratio | ratio to the {lo}-node fastest | "
-                  f"time {hi} nodes may take for 90% | "
+                  f"{lo} / {hi} nodes' busbw over their link floor's | time {hi} nodes may take for 90% | "
                   f"of which {hi} nodes' link floor | left for latency and the stages inside nodes | "
                   f"{hi}-node choice's time beyond its link floor | latencies the budget pays (partners a step) |",
-                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for sz in sorted({r["bytes"] for r in rows if r["bytes"] >= 16 << 20}):
             a, b = by[(lo, sz)], by[(hi, sz)]
             allowed = time_for_90_percent(a["us"], n_lo, n_hi)
@@ -314,6 +314,7 @@ def scale_out(predictions, args):
             lines.append(f"| {fmt_size(sz)} | {a['busbw']:.3g} GB/s ({a['chosen']}) | {b['busbw']:.3g} GB/s "
                          f"({b['chosen']}) | {b['busbw'] / a['busbw']:.2f} | "
                          f"{b['busbw'] / (a['busbw'] * a['us'] / fastest_lo):.2f} | "
+                         f"{a['busbw'] / floor_busbw(lo, n_lo):.0%} / {b['busbw'] / floor_busbw(hi, n_hi):.0%} | "
                          f"{fmt_time(allowed)} | {fmt_time(link)} | {fmt_time(allowed - link)} | "
                          f"{fmt_time(b['us'] - link)} | {latency_steps_left(allowed - link, alpha, hi)} |")
         lines.append("")
@@ -323,7 +324,9 @@ def scale_out(predictions, args):
               f"(algo/select.cc, pickFastest: a few percent, where it prefers the hierarchical algorithm). hier_radix (algo/radix_blocks.h: up to {RADIX_MAX - 1} partners a step, {hi} "
               f"nodes in {math.ceil(math.log(hi, RADIX_MAX) - 1e-9)} steps instead of {math.ceil(math.log2(hi))}) is "
               "offered here: the model's links are given, their per-message gap too (0), and every rank has a CPU "
-              "of its own (the simulation section says where it is not offered, and why). "
+              "of its own (the simulation section says where it is not offered, and why). The next column is each "
+              "scale's busbw over what the link floor alone would give it (B N/(N-1) (n-1)/n, below): the measure "
+              "that can reach 0.90, where the ratio cannot. "
               f"The last five columns are the arithmetic behind the ratio: busbw divides by the time, so {hi} nodes "
               f"reach 90% of the {lo}-node busbw only if they take at most {share:.3f}x its time (the first of "
               f"them); each node's link must carry (N-1)/N of the data however the exchange runs, which takes the "
@@ -333,10 +336,6 @@ def scale_out(predictions, args):
               f"today, and the last how many latencies of {alpha:g} µs the budget pays if nothing else showed, "
               "with the partners a step a radix-k exchange (k-1 partners at once, ceil(log_k N) steps) would need "
               "to fit them. \"none\": the link floor alone exceeds the budget.", ""]
-    # The ceiling of the ratio: an exchange that moves the minimal (N-1)/N of the data over each node's
-    # link and shows nothing else takes S (N-1)/N / B, so its busbw is B N/(N-1) (n-1)/n.
-    def floor_busbw(nodes, ranks):
-        return gbps * nodes / (nodes - 1) * (ranks - 1) / ranks
     ceiling = floor_busbw(hi, n_hi) / floor_busbw(lo, n_lo)
     big = max(r["bytes"] for r in predictions["all_gather"])
     lo_big = next(r for r in predictions["all_gather"] if r["nodes"] == lo and r["bytes"] == big)
@@ -349,9 +348,9 @@ def scale_out(predictions, args):
               f"(a flat ring's rank at a node's boundary sends (n-1)/n of the data over the node's link, not "
               f"(N-1)/N), while the {hi}-node choice reaches {hi_big['busbw'] / floor_busbw(hi, n_hi):.0%} of its "
               f"floor. Whatever brings the hierarchical exchange on {hi} nodes to its floor (the stage inside the "
-              f"nodes beside the one across them) brings it there on {lo} nodes too, where it then beats the ring, "
-              f"and the ratio tends to {ceiling:.3f}, under 0.90: the measure that can reach 0.90 is each scale's "
-              f"busbw against its own floor.", ""]
+              f"nodes beside the one across them, as it now runs on equal nodes) brings it there on {lo} nodes too, "
+              f"where it then beats the ring, and the ratio tends to {ceiling:.3f}, under 0.90: the measure that can "
+              f"reach 0.90 is each scale's busbw against its own floor.", ""]
     # What running the stage inside the nodes beside the one across them could bring at most: the same
     # model with the links inside the nodes made free (strata-model --intra 0,1e9), both scales.
     free_inside = {coll: {(r["nodes"], r["bytes"]): r for r in predict(coll, args, ("--intra", "0,1e9"))
@@ -362,15 +361,14 @@ def scale_out(predictions, args):
             a, b = by[(lo, sz)], by[(hi, sz)]
             cells.append(f"{coll} {fmt_size(sz)} {b['busbw'] / a['busbw']:.2f} ({b['chosen']} / {a['chosen']}, "
                          f"{b['busbw'] / floor_busbw(hi, n_hi):.0%} of the {hi}-node floor)")
-    lines += [f"*The stage inside the nodes*: on these links a ring inside a node moves "
-              f"{fmt_size(node_slice(args))} a phase (nodeRingSliceBytes: at the default 512 KiB chunk the "
-              f"{args.intra.split(',')[0]} µs link would pay its latency for every 1.2 µs of bytes; half of the "
-              "4 MiB a link buffers by default is the most a ring's phase may send before it receives). That stage "
-              "still runs before (reduce-scatter) or after (all-gather) the one across the nodes. The most running "
-              "the two side by side could bring is the model with the links inside the nodes made free "
-              "(`--intra 0,1e9`, both scales; the ratio, the two choices and the larger cluster's share of its "
-              "floor): " + "; ".join(cells) + ". At 16 MiB the rest is the latencies of the steps across the "
-              "nodes.", ""]
+    lines += ["*The stage inside the nodes*: on these equal nodes it runs beside the one across the nodes "
+              "(algo/hierarchical/node_fanin.h, node_fanout.h: a carrier's node sends it their contributions as "
+              "each phase first reads them, and it sends each block it receives on to its node as it lands), where "
+              "it used to run before (reduce-scatter) or after (all-gather) it as a ring inside each node, "
+              f"{fmt_size(node_slice(args))} a phase (nodeRingSliceBytes; uneven nodes still do). What it still "
+              "costs shows against the model with the links inside the nodes made free (`--intra 0,1e9`, both "
+              "scales; the ratio, the two choices and the larger cluster's share of its floor): "
+              + "; ".join(cells) + ". At 16 MiB the rest is the latencies of the steps across the nodes.", ""]
     return lines
 
 

@@ -559,6 +559,58 @@ TEST(HierPlans, AllGatherFansOutInsideEqualNodes) {
     for (const Flow& f : buildCollectivePlan(a, OpDesc{}, cfg).flows) EXPECT_LT(f.trails, 0);
 }
 
+// The reduce-scatter's mirror (node_fanin.h): on equal nodes no phase only
+// inside the node; a carrier receives from each other rank of its node that
+// rank's contributions to every block of its column once (the chain of
+// reducing Recvs, each trailing the one before on the same bytes), and what
+// reads the sums across nodes first trails the chain's last Recv.
+TEST(HierPlans, ReduceScatterFansInInsideEqualNodes) {
+  for (const char* algo : {"hier_ring", "hier_halving", "hier_radix"})
+    for (const auto& [nodes, per] : {std::pair{2, 2}, {3, 4}, {5, 3}, {7, 2}}) {
+      Topology t = cluster(nodes, per);
+      CollArgs a;
+      a.coll = Coll::kReduceScatter;
+      a.nranks = t.nranks();
+      a.count = 1009;
+      a.topo = &t;
+      Config cfg;
+      cfg.algo = algo;
+      for (a.rank = 0; a.rank < a.nranks; ++a.rank) {
+        const Plan p = buildCollectivePlan(a, OpDesc{}, cfg);
+        const std::string where = std::string(algo) + " " + std::to_string(nodes) + "x" + std::to_string(per) +
+                                  " rank " + std::to_string(a.rank);
+        size_t fromNode = 0, readingsTrailed = 0;
+        for (const Phase& ph : p.phases) {
+          bool across = false;
+          for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
+            const Flow& f = p.flows[i];
+            for (int other : {f.kind == FlowKind::kCopy ? -1 : f.peer, f.forwardPeer})
+              across |= other >= 0 && t.nodeOf(other) != t.nodeOf(a.rank);
+            const bool inNode = f.kind == FlowKind::kRecv && t.nodeOf(f.peer) == t.nodeOf(a.rank);
+            if (inNode) {
+              fromNode += f.bytes;
+              EXPECT_TRUE(f.reduce) << where;
+            }
+            if (f.trails < 0) continue;
+            const Flow& leader = p.flows[ph.first + uint32_t(f.trails)];
+            EXPECT_EQ(leader.kind, FlowKind::kRecv) << where;
+            EXPECT_EQ(t.nodeOf(leader.peer), t.nodeOf(a.rank)) << where;
+            EXPECT_EQ(f.src.offset, leader.dst.offset) << where;
+            EXPECT_EQ(f.bytes, leader.bytes) << where;
+            if (!inNode) {
+              ++readingsTrailed;
+              EXPECT_NE(t.nodeOf(f.peer), t.nodeOf(a.rank)) << where;  // a send or a reduction across nodes
+            }
+          }
+          EXPECT_TRUE(across) << where << ": a phase only inside the node";
+        }
+        EXPECT_GT(readingsTrailed, 0u) << where;
+        // Each other rank of the node, once for each of the column's blocks (one per node).
+        EXPECT_EQ(fromNode, size_t(per - 1) * size_t(nodes) * a.count * 4) << where;
+      }
+    }
+}
+
 // The rings inside a node take slices longer than the pipeline chunk where
 // the node's link would move a chunk in under four of its latencies, up to
 // half of what a link buffers; not where that buffering is unknown or too
