@@ -71,6 +71,11 @@ class RankActor {
     uint64_t bytes = 0, got = 0;
     bool reduce = false;
     std::vector<size_t> feeds;  // the OutItems its value makes ready: its forward, the trailing Sends
+    // A Recv that trails another (Flow::trails): its fragments wait, once
+    // arrived, until that one has delivered as many bytes.
+    long trails = -1;
+    uint64_t waiting = 0, released = 0, delivered = 0;
+    std::vector<size_t> trailedBy;
   };
   struct InStream {
     int peer = -1;
@@ -117,13 +122,18 @@ class RankActor {
         size_t s = streamTo(out_, f.kind == FlowKind::kSend ? f.peer : f.forward);
         out_[s].items.push_back(size_t(fwd));
         outOfItem_.push_back(s);
-        if (f.trails >= 0) inItems_[size_t(inItemOf_[size_t(f.trails)])].feeds.push_back(size_t(fwd));
+        if (f.kind == FlowKind::kSend && f.trails >= 0)
+          inItems_[size_t(inItemOf_[size_t(f.trails)])].feeds.push_back(size_t(fwd));
       }
       if (f.kind == FlowKind::kRecv) {
         InItem r;
         r.bytes = f.bytes;
         r.reduce = f.reduce;
         if (fwd >= 0) r.feeds.push_back(size_t(fwd));
+        if (f.trails >= 0) {
+          r.trails = inItemOf_[size_t(f.trails)];
+          inItems_[size_t(r.trails)].trailedBy.push_back(inItems_.size());
+        }
         inItems_.push_back(r);
         inItemOf_[i - first] = long(inItems_.size() - 1);
         inStreams_[streamTo(inStreams_, f.peer)].items.push_back(inItems_.size() - 1);
@@ -177,8 +187,30 @@ class RankActor {
     landings_.resize(kept);
   }
 
-  // A fragment of in-item `item` is here: reduce it (at the memory's rate) or pass it on.
+  // A fragment of in-item `item` is here: reduce it (at the memory's rate) or
+  // pass it on; for a Recv that trails another, once that one has delivered
+  // as many bytes.
   void arrived(size_t item, uint64_t n) {
+    InItem& r = inItems_[item];
+    if (r.trails >= 0) {
+      r.waiting += n;
+      releaseTrailing(item);
+      return;
+    }
+    process(item, n);
+  }
+
+  // Hands on what a trailing Recv has waiting, as far as its leader delivered.
+  void releaseTrailing(size_t item) {
+    InItem& r = inItems_[item];
+    const uint64_t n = std::min(r.waiting, inItems_[size_t(r.trails)].delivered - r.released);
+    if (n == 0) return;
+    r.waiting -= n;
+    r.released += n;
+    process(item, n);
+  }
+
+  void process(size_t item, uint64_t n) {
     if (inItems_[item].reduce)
       start(sg4::this_actor::exec_async(3.0 * double(n) / in_->memoryGbps), {What::kReduce, item, n});
     else
@@ -223,10 +255,12 @@ class RankActor {
   }
 
   void deliver(size_t item, uint64_t n) {
+    inItems_[item].delivered += n;
     for (size_t out : inItems_[item].feeds) {
       outItems_[out].avail += n;
       kick(outOfItem_[out]);
     }
+    for (size_t next : inItems_[item].trailedBy) releaseTrailing(next);
   }
 
   void done(const Tag& t) {

@@ -19,8 +19,9 @@ ReplayPlan toReplayPlan(const Plan& plan) {
       ReplayFlow x;
       if (f.trails >= 0) {
         x.trails = kept[size_t(f.trails)];  // a flow with bytes trails one with as many
-        if (x.trails < 0 || plan.flows[ph.first + uint32_t(f.trails)].kind != FlowKind::kRecv)
-          throw std::runtime_error("strata-sim replays Sends that trail a Recv only");
+        if (x.trails < 0 || plan.flows[ph.first + uint32_t(f.trails)].kind != FlowKind::kRecv ||
+            f.kind == FlowKind::kCopy)
+          throw std::runtime_error("strata-sim replays Sends and Recvs that trail a Recv only");
       }
       x.kind = f.kind;
       x.bytes = f.bytes;

@@ -18,7 +18,7 @@ struct ReplayFlow {
   int32_t forward = -1;      // Recv / Copy: where the value streams on (-1: nowhere)
   uint64_t bytes = 0;
   uint64_t localCopyBytes = 0;  // Copy: bytes written locally (0: none, or a copy onto itself)
-  int32_t trails = -1;       // Send: the Recv of its phase (index from the phase's first flow) it sends on as it lands
+  int32_t trails = -1;       // Send / Recv: the Recv of its phase (index from the phase's first flow) whose value it uses as it lands
   FlowKind kind = FlowKind::kCopy;
   bool reduce = false;       // Recv: the incoming bytes are reduced into the value
 };
