@@ -265,7 +265,8 @@ double fannedOutUs(const Topology& t, const AcrossPhases& phases, double ownByte
     const double tail = t.intra.alphaUs + others * p.left * usPerByte;
     auto phaseUs = [&](double ownHere) {
       // (In a ring the data comes in phase after phase, each a latency after the last.)
-      const double fan = (p.pipelined ? 0 : t.inter.alphaUs) + t.intra.alphaUs + others * (p.received + ownHere) * usPerByte;
+      const double fan =
+          (p.pipelined ? 0 : t.inter.alphaUs) + t.intra.alphaUs + others * (p.received + ownHere) * usPerByte;
       return std::max(p.us + (p.pipelined ? 0 : tail), fan);
     };
     us += phaseUs(own) + (p.count - 1) * phaseUs(0);
@@ -290,7 +291,8 @@ double fannedInUs(const Topology& t, const AcrossPhases& phases) {
   double us = 0;
   for (const AcrossPhase& p : phases) {
     const double fragment = std::min(p.firstRead, double(kMaxFragment));
-    const double fill = p.firstRead > 0 ? t.intra.alphaUs + others * (fragment * usPerByte + localReduceUs(t, fragment)) : 0;
+    const double fill =
+        p.firstRead > 0 ? t.intra.alphaUs + others * (fragment * usPerByte + localReduceUs(t, fragment)) : 0;
     const double rest = others * (p.firstRead - fragment) * usPerByte;
     us += p.count * (p.pipelined ? std::max(p.us, fill + rest) : fill + std::max(p.us, rest));
   }
@@ -413,7 +415,8 @@ AcrossPhases radixColumnsPhases(const Topology& t, double blockBytes, size_t chu
       for (const RadixTransfer& m : step.sends) fresh += firstReads(read, m.blocks);
       fresh += firstReads(read, step.recvs[0].blocks);
     }
-    phases.push_back({worst, total / slices, slices, std::min(total / slices, left), false, fresh * blockBytes / slices});
+    phases.push_back(
+        {worst, total / slices, slices, std::min(total / slices, left), false, fresh * blockBytes / slices});
   }
   return phases;
 }

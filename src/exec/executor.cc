@@ -206,7 +206,8 @@ class PlanRunner {
   // earlier one of each kind having finished means all of them have.
   bool waitsForEarlierFlow(const Phase& ph, uint32_t i) const {
     if (ph.count > kInlineFlows)
-      return (prevOut_[i] >= 0 && !states_[prevOut_[i]].finished) || (prevIn_[i] >= 0 && !states_[prevIn_[i]].finished);
+      return (prevOut_[i] >= 0 && !states_[prevOut_[i]].finished) ||
+             (prevIn_[i] >= 0 && !states_[prevIn_[i]].finished);
     const Flow& f = plan_.flows[ph.first + i];
     int out = outPeer(f);
     int in = inPeer(f);

@@ -157,7 +157,8 @@ void emitFannedInColumns(Plan& plan, const Team& local, const std::vector<NodeCo
     const Phase& ph = carried.across.phases[p];
     for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
       const Flow& f = carried.across.flows[i];
-      const std::vector<std::pair<SumGroup, bool>> parts = read[size_t(local.me)].readBy(sumPieces(f, carried), f.dst.valid());
+      const std::vector<std::pair<SumGroup, bool>> parts =
+          read[size_t(local.me)].readBy(sumPieces(f, carried), f.dst.valid());
       if (std::none_of(parts.begin(), parts.end(), [](const auto& part) { return part.second; })) {
         plan.add(f);
         continue;
@@ -188,7 +189,8 @@ void emitFannedInColumns(Plan& plan, const Team& local, const std::vector<NodeCo
       const Phase& theirs = c.across.phases[p];
       for (uint32_t i = theirs.first; i < theirs.first + theirs.count; ++i)
         for (const auto& [g, first] : read[j].readBy(sumPieces(c.across.flows[i], c), c.across.flows[i].dst.valid()))
-          if (first) plan.add(onGroup(sendFlow(c.carrier, Ref{}, 0), g, at(Buf::kSend, g.send), g.sendStride, Ref{}, 0));
+          if (first)
+            plan.add(onGroup(sendFlow(c.carrier, Ref{}, 0), g, at(Buf::kSend, g.send), g.sendStride, Ref{}, 0));
     }
   }
 }

@@ -91,7 +91,8 @@ void buildHierReduceScatter(const CollArgs& a, Plan& plan, ColumnReduceScatter a
         col.across.dtype = plan.dtype;
         col.across.redop = plan.redop;
         col.across.nranks = plan.nranks;
-        across(col.across, columnTeam(t, int(j), col.carrier), columnBlocks(int(j), col.carrier, col.sums, begin, len), a);
+        across(col.across, columnTeam(t, int(j), col.carrier),
+               columnBlocks(int(j), col.carrier, col.sums, begin, len), a);
       }
       emitFannedInColumns(plan, local, columns);
       continue;
