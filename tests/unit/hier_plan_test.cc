@@ -497,6 +497,36 @@ TEST(HierPlans, SlicedExchangesOnSlowLinksMatchTheReference) {
   }
 }
 
+// Every rank's plan of `coll` forced to each hierarchical algorithm on
+// equal nodes (`layouts`: nodes x ranks a node), 1009 floats; `check` gets
+// the topology, the rank, its plan and a label for failures.
+template <typename Check>
+void forEachEqualNodePlan(Coll coll, std::initializer_list<std::pair<int, int>> layouts, Check check) {
+  for (const char* algo : {"hier_ring", "hier_halving", "hier_radix"})
+    for (const auto& [nodes, per] : layouts) {
+      Topology t = cluster(nodes, per);
+      ASSERT_TRUE(stagesSideBySide(t));
+      CollArgs a;
+      a.coll = coll;
+      a.nranks = t.nranks();
+      a.count = 1009;
+      a.topo = &t;
+      Config cfg;
+      cfg.algo = algo;
+      for (a.rank = 0; a.rank < a.nranks; ++a.rank)
+        check(t, a.rank, buildCollectivePlan(a, OpDesc{}, cfg),
+              std::string(algo) + " " + std::to_string(nodes) + "x" + std::to_string(per) + " rank " +
+                  std::to_string(a.rank));
+    }
+}
+
+// Whether flow `f` of `rank` talks to another node (as its peer or forward peer).
+bool crossesNodes(const Topology& t, int rank, const Flow& f) {
+  for (int other : {f.kind == FlowKind::kCopy ? -1 : f.peer, f.forwardPeer})
+    if (other >= 0 && t.nodeOf(other) != t.nodeOf(rank)) return true;
+  return false;
+}
+
 // On equal nodes the hierarchical all-gathers spread each column inside its
 // node beside the exchange across nodes (node_fanout.h): no phase is left
 // that only talks inside the node, every block a carrier receives goes on to
@@ -504,46 +534,31 @@ TEST(HierPlans, SlicedExchangesOnSlowLinksMatchTheReference) {
 // receive), and the others receive it there from that carrier. Uneven nodes
 // keep the ring inside the node after the exchange.
 TEST(HierPlans, AllGatherFansOutInsideEqualNodes) {
-  for (const char* algo : {"hier_ring", "hier_halving", "hier_radix"})
-    for (const auto& [nodes, per] : {std::pair{2, 2}, {3, 4}, {5, 3}, {9, 2}}) {
-      Topology t = cluster(nodes, per);
-      ASSERT_TRUE(stagesSideBySide(t));
-      CollArgs a;
-      a.coll = Coll::kAllGather;
-      a.nranks = t.nranks();
-      a.count = 1009;
-      a.topo = &t;
-      Config cfg;
-      cfg.algo = algo;
-      for (a.rank = 0; a.rank < a.nranks; ++a.rank) {
-        const Plan p = buildCollectivePlan(a, OpDesc{}, cfg);
-        const std::string where = std::string(algo) + " " + std::to_string(nodes) + "x" + std::to_string(per) +
-                                  " rank " + std::to_string(a.rank);
-        size_t trailing = 0, fromNode = 0;
-        for (const Phase& ph : p.phases) {
-          bool across = false;
-          for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
-            const Flow& f = p.flows[i];
-            for (int other : {f.kind == FlowKind::kCopy ? -1 : f.peer, f.forwardPeer})
-              across |= other >= 0 && t.nodeOf(other) != t.nodeOf(a.rank);
-            if (f.trails >= 0) {
-              ++trailing;
-              const Flow& filler = p.flows[ph.first + uint32_t(f.trails)];
-              EXPECT_EQ(filler.kind, FlowKind::kRecv) << where;
-              EXPECT_NE(t.nodeOf(filler.peer), t.nodeOf(a.rank)) << where;
-              EXPECT_EQ(t.nodeOf(f.peer), t.nodeOf(a.rank)) << where;
-              EXPECT_EQ(f.src.offset, filler.dst.offset) << where;
-              EXPECT_EQ(f.bytes, filler.bytes) << where;
-            }
-            if (f.kind == FlowKind::kRecv && t.nodeOf(f.peer) == t.nodeOf(a.rank)) fromNode += f.bytes;
-          }
-          EXPECT_TRUE(across) << where << ": a phase only inside the node";
+  forEachEqualNodePlan(Coll::kAllGather, {{2, 2}, {3, 4}, {5, 3}, {9, 2}},
+                       [](const Topology& t, int rank, const Plan& p, const std::string& where) {
+    size_t trailing = 0, fromNode = 0;
+    for (const Phase& ph : p.phases) {
+      bool across = false;
+      for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
+        const Flow& f = p.flows[i];
+        across |= crossesNodes(t, rank, f);
+        if (f.trails >= 0) {
+          ++trailing;
+          const Flow& filler = p.flows[ph.first + uint32_t(f.trails)];
+          EXPECT_EQ(filler.kind, FlowKind::kRecv) << where;
+          EXPECT_NE(t.nodeOf(filler.peer), t.nodeOf(rank)) << where;
+          EXPECT_EQ(t.nodeOf(f.peer), t.nodeOf(rank)) << where;
+          EXPECT_EQ(f.src.offset, filler.dst.offset) << where;
+          EXPECT_EQ(f.bytes, filler.bytes) << where;
         }
-        EXPECT_GT(trailing, 0u) << where;
-        // The node's other columns: (per - 1) of the per columns, every node's block of each.
-        EXPECT_EQ(fromNode, size_t(nodes) * size_t(per - 1) * a.count * 4) << where;
+        if (f.kind == FlowKind::kRecv && t.nodeOf(f.peer) == t.nodeOf(rank)) fromNode += f.bytes;
       }
+      EXPECT_TRUE(across) << where << ": a phase only inside the node";
     }
+    EXPECT_GT(trailing, 0u) << where;
+    // The node's other columns: (per - 1) of the per columns, every node's block of each.
+    EXPECT_EQ(fromNode, size_t(t.nnodes()) * size_t(t.maxLocal() - 1) * 1009 * 4) << where;
+  });
   Topology uneven = Topology::fromNodeIds({0, 0, 0, 1, 1});
   EXPECT_FALSE(stagesSideBySide(uneven));
   EXPECT_FALSE(stagesSideBySide(cluster(1, 4)));
@@ -565,50 +580,36 @@ TEST(HierPlans, AllGatherFansOutInsideEqualNodes) {
 // reducing Recvs, each trailing the one before on the same bytes), and what
 // reads the sums across nodes first trails the chain's last Recv.
 TEST(HierPlans, ReduceScatterFansInInsideEqualNodes) {
-  for (const char* algo : {"hier_ring", "hier_halving", "hier_radix"})
-    for (const auto& [nodes, per] : {std::pair{2, 2}, {3, 4}, {5, 3}, {7, 2}}) {
-      Topology t = cluster(nodes, per);
-      CollArgs a;
-      a.coll = Coll::kReduceScatter;
-      a.nranks = t.nranks();
-      a.count = 1009;
-      a.topo = &t;
-      Config cfg;
-      cfg.algo = algo;
-      for (a.rank = 0; a.rank < a.nranks; ++a.rank) {
-        const Plan p = buildCollectivePlan(a, OpDesc{}, cfg);
-        const std::string where = std::string(algo) + " " + std::to_string(nodes) + "x" + std::to_string(per) +
-                                  " rank " + std::to_string(a.rank);
-        size_t fromNode = 0, readingsTrailed = 0;
-        for (const Phase& ph : p.phases) {
-          bool across = false;
-          for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
-            const Flow& f = p.flows[i];
-            for (int other : {f.kind == FlowKind::kCopy ? -1 : f.peer, f.forwardPeer})
-              across |= other >= 0 && t.nodeOf(other) != t.nodeOf(a.rank);
-            const bool inNode = f.kind == FlowKind::kRecv && t.nodeOf(f.peer) == t.nodeOf(a.rank);
-            if (inNode) {
-              fromNode += f.bytes;
-              EXPECT_TRUE(f.reduce) << where;
-            }
-            if (f.trails < 0) continue;
-            const Flow& leader = p.flows[ph.first + uint32_t(f.trails)];
-            EXPECT_EQ(leader.kind, FlowKind::kRecv) << where;
-            EXPECT_EQ(t.nodeOf(leader.peer), t.nodeOf(a.rank)) << where;
-            EXPECT_EQ(f.src.offset, leader.dst.offset) << where;
-            EXPECT_EQ(f.bytes, leader.bytes) << where;
-            if (!inNode) {
-              ++readingsTrailed;
-              EXPECT_NE(t.nodeOf(f.peer), t.nodeOf(a.rank)) << where;  // a send or a reduction across nodes
-            }
-          }
-          EXPECT_TRUE(across) << where << ": a phase only inside the node";
+  forEachEqualNodePlan(Coll::kReduceScatter, {{2, 2}, {3, 4}, {5, 3}, {7, 2}},
+                       [](const Topology& t, int rank, const Plan& p, const std::string& where) {
+    size_t fromNode = 0, readingsTrailed = 0;
+    for (const Phase& ph : p.phases) {
+      bool across = false;
+      for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
+        const Flow& f = p.flows[i];
+        across |= crossesNodes(t, rank, f);
+        const bool inNode = f.kind == FlowKind::kRecv && t.nodeOf(f.peer) == t.nodeOf(rank);
+        if (inNode) {
+          fromNode += f.bytes;
+          EXPECT_TRUE(f.reduce) << where;
         }
-        EXPECT_GT(readingsTrailed, 0u) << where;
-        // Each other rank of the node, once for each of the column's blocks (one per node).
-        EXPECT_EQ(fromNode, size_t(per - 1) * size_t(nodes) * a.count * 4) << where;
+        if (f.trails < 0) continue;
+        const Flow& leader = p.flows[ph.first + uint32_t(f.trails)];
+        EXPECT_EQ(leader.kind, FlowKind::kRecv) << where;
+        EXPECT_EQ(t.nodeOf(leader.peer), t.nodeOf(rank)) << where;
+        EXPECT_EQ(f.src.offset, leader.dst.offset) << where;
+        EXPECT_EQ(f.bytes, leader.bytes) << where;
+        if (!inNode) {
+          ++readingsTrailed;
+          EXPECT_NE(t.nodeOf(f.peer), t.nodeOf(rank)) << where;  // a send or a reduction across nodes
+        }
       }
+      EXPECT_TRUE(across) << where << ": a phase only inside the node";
     }
+    EXPECT_GT(readingsTrailed, 0u) << where;
+    // Each other rank of the node, once for each of the column's blocks (one per node).
+    EXPECT_EQ(fromNode, size_t(t.maxLocal() - 1) * size_t(t.nnodes()) * 1009 * 4) << where;
+  });
 }
 
 // The rings inside a node take slices longer than the pipeline chunk where

@@ -67,10 +67,7 @@ void buildHierAllGather(const CollArgs& a, Plan& plan, ColumnAllGather across) {
         NodeColumn& c = columns[j];
         c.carrier = local.members[j];
         c.ownBlock = dstOf(size_t(c.carrier));
-        c.across.elemSize = e;
-        c.across.dtype = plan.dtype;
-        c.across.redop = plan.redop;
-        c.across.nranks = plan.nranks;
+        c.across = columnStagePlan(plan);
         across(c.across, columnTeam(t, int(j), c.carrier), columnBlocks(int(j), c.carrier), a);
       }
       emitFannedOutColumns(plan, local, columns, mine, len * e);

@@ -4,7 +4,7 @@
 #include <map>
 
 #include "algo/algorithms.h"
-#include "core/error.h"
+#include "algo/hierarchical/node_fanout.h"
 
 namespace strata {
 
@@ -144,10 +144,7 @@ Flow onGroup(Flow f, const SumGroup& g, Ref src, size_t srcStride, Ref dst, size
 
 void emitFannedInColumns(Plan& plan, const Team& local, const std::vector<NodeColumnSums>& columns) {
   const NodeColumnSums& carried = columns[size_t(local.me)];
-  for (const NodeColumnSums& c : columns)
-    if (c.across.phases.size() != carried.across.phases.size() || c.across.scratchBytes)
-      throw Error(strataInternalError, "the columns of a node take different phases across nodes; "
-                                       "their stages cannot run side by side");
+  for (const NodeColumnSums& c : columns) checkAlignedWith(c.across, carried.across);
   std::vector<SumsRead> read(columns.size());
   const int me = local.members[size_t(local.me)];
   for (size_t p = 0; p < carried.across.phases.size(); ++p) {

@@ -95,20 +95,27 @@ PhaseFlows piecesInTurn(const Plan& across, const Phase& ph) {
   return out;
 }
 
-void checkAligned(const std::vector<NodeColumn>& columns) {
-  const size_t phases = columns[0].across.phases.size();
-  for (const NodeColumn& c : columns)
-    if (c.across.phases.size() != phases || c.across.scratchBytes)
-      throw Error(strataInternalError, "the columns of a node take different phases across nodes; "
-                                       "their stages cannot run side by side");
+}  // namespace
+
+Plan columnStagePlan(const Plan& outer) {
+  Plan p;
+  p.elemSize = outer.elemSize;
+  p.dtype = outer.dtype;
+  p.redop = outer.redop;
+  p.nranks = outer.nranks;
+  return p;
 }
 
-}  // namespace
+void checkAlignedWith(const Plan& column, const Plan& carried) {
+  if (column.phases.size() != carried.phases.size() || column.scratchBytes)
+    throw Error(strataInternalError, "the columns of a node take different phases across nodes; "
+                                     "their stages cannot run side by side");
+}
 
 void emitFannedOutColumns(Plan& plan, const Team& local, const std::vector<NodeColumn>& columns, Ref mine,
                           size_t ownBytes) {
-  checkAligned(columns);
   const NodeColumn& carried = columns[size_t(local.me)];
+  for (const NodeColumn& c : columns) checkAlignedWith(c.across, carried.across);
   for (size_t p = 0; p < carried.across.phases.size(); ++p) {
     plan.beginPhase();
     auto toNode = [&](Flow f) {

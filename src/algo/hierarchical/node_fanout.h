@@ -38,6 +38,14 @@ constexpr size_t kFanOutPieceBytes = 64 * 1024;
 // node_fanin.h for the reduce-scatter).
 bool stagesSideBySide(const Topology& t);
 
+// An empty plan for one column's exchange across nodes, with `outer`'s
+// element size, type, operation and rank count (what the emitters read).
+Plan columnStagePlan(const Plan& outer);
+
+// Throws strataInternalError unless a column's exchange takes as many phases
+// as `carried`'s (equal nodes line them up) and keeps no scratch of its own.
+void checkAlignedWith(const Plan& column, const Plan& carried);
+
 // One column of this rank's node: its exchange across nodes as its carrier
 // emits it (peers global ranks; the flows that land blocks are the same on
 // every rank of the node, as the blocks' places are), where the carrier's own

@@ -87,10 +87,7 @@ void buildHierReduceScatter(const CollArgs& a, Plan& plan, ColumnReduceScatter a
         col.sums = int(j) == local.me ? columnSum[j] : at(Buf::kScratch, 0);  // others': only where, within them
         col.blockBytes = c * e;
         for (int r : columnRanks(t, int(j))) col.sendOffset.push_back(size_t(r) * c * e);
-        col.across.elemSize = e;
-        col.across.dtype = plan.dtype;
-        col.across.redop = plan.redop;
-        col.across.nranks = plan.nranks;
+        col.across = columnStagePlan(plan);
         across(col.across, columnTeam(t, int(j), col.carrier),
                columnBlocks(int(j), col.carrier, col.sums, begin, len), a);
       }
