@@ -1,7 +1,8 @@
 // Replays every rank's plan on a SimGrid platform with the executor's
 // semantics (src/exec/executor.cc): a rank runs its phases in order; the
 // flows of a phase progress together; each flow moves its bytes in fragments
-// of kMaxFragment, streamed back to back to its peer; a received fragment is
+// of kMaxFragment (a tapered Send's smaller at its end: fragmentBytes),
+// streamed back to back to its peer; a received fragment is
 // reduced (at the rank's memory rate) and then forwarded, and sent on by the
 // Sends that trail its flow (Flow::trails), so receiving, reducing and
 // forwarding overlap as they do in the executor; several flows

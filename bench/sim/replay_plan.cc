@@ -30,7 +30,8 @@ ReplayPlan toReplayPlan(const Plan& plan) {
       if (f.kind != FlowKind::kSend) x.forward = f.forwardPeer;
       if (f.kind == FlowKind::kCopy && f.dst.valid() && !copiesOntoItself(f)) x.localCopyBytes = f.bytes;
       const bool sends = f.kind == FlowKind::kSend || f.forwardPeer >= 0;
-      if (sends) r.fragments += (f.bytes + kMaxFragment - 1) / kMaxFragment;
+      x.tapered = f.tapered && f.kind != FlowKind::kRecv;
+      if (sends) r.fragments += x.tapered ? fragmentCount(f.bytes) : (f.bytes + kMaxFragment - 1) / kMaxFragment;
       r.flows.push_back(x);
     }
     r.phaseEnd.push_back(uint32_t(r.flows.size()));

@@ -21,6 +21,7 @@ struct ReplayFlow {
   int32_t trails = -1;       // Send / Recv: the Recv of its phase (index from the phase's first flow) whose value it uses as it lands
   FlowKind kind = FlowKind::kCopy;
   bool reduce = false;       // Recv: the incoming bytes are reduced into the value
+  bool tapered = false;      // Send / Copy: its last packets get smaller (Flow::tapered)
 };
 
 struct ReplayPlan {

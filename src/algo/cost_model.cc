@@ -231,8 +231,10 @@ double interColumnsUs(const Topology& t, double bytesPerStep, double phases) {
 // network (the busiest node's), in each of which a carrier receives
 // `received` bytes (what node_fanout.h sends on inside its node), of which
 // `left` land only as the phase's transfers end: a message lands a fragment
-// (kMaxFragment, the network's packet) at a time, so the last fragment of
-// each partner's, all of them at once where several partners send together.
+// (the network's packet) at a time, so the last fragment of each partner's,
+// all of them at once where several partners send together (a log or radix
+// step's sends are tapered, Flow::tapered: their last is at most
+// kTailFragment; a ring's forwards are not).
 // `pipelined`: the next phase's data is on its way meanwhile (a ring's
 // forwards), so what is left to send on inside the node overlaps it.
 struct AcrossPhase {
@@ -363,7 +365,7 @@ AcrossPhases logColumnsPhases(const Topology& t, double blockBytes, size_t chunk
       const LogStep& step = steps[phases.size()];
       fresh = firstReads(read, step.sent) + firstReads(read, step.received);
     }
-    phases.push_back({interColumnsPhaseUs(t, bytes), bytes, slices, std::min(bytes, double(kMaxFragment)), false,
+    phases.push_back({interColumnsPhaseUs(t, bytes), bytes, slices, std::min(bytes, double(kTailFragment)), false,
                       fresh * blockBytes / slices});
   }
   return phases;
@@ -409,7 +411,7 @@ AcrossPhases radixColumnsPhases(const Topology& t, double blockBytes, size_t chu
     // Each partner's last fragment lands as the step's transfers end (they
     // share the links); what landed before went on meanwhile, in pieces
     // taken in turn (node_fanout.h).
-    const double left = std::min(total, partners * std::min(largest / slices, double(kMaxFragment)));
+    const double left = std::min(total, partners * std::min(largest / slices, double(kTailFragment)));
     double fresh = 0;  // a reduce-scatter step reads what it sends and what the first partner's data reduces
     if (reduceScatter) {
       for (const RadixTransfer& m : step.sends) fresh += firstReads(read, m.blocks);

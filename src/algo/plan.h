@@ -38,6 +38,27 @@ class Topology;
 // cost model's cut-through, strata-sim's replay).
 constexpr size_t kMaxFragment = 256 * 1024;
 
+// A tapered flow's (Flow::tapered) last packets get smaller, each about half
+// of what is left, down to kTailFragment: its receiver sends on what lands
+// only after a packet landed whole, so the part of that work that waits for
+// the flow's end is its last packet's. Sizes stay multiples of
+// kTailFragment, so of every element size, but for the last.
+constexpr size_t kTailFragment = 32 * 1024;
+
+// The size of a tapered flow's next packet when `left` bytes are still to go.
+constexpr size_t fragmentBytes(size_t left) {
+  if (left <= kTailFragment) return left;
+  const size_t half = left / 2 / kTailFragment * kTailFragment;
+  return half < kTailFragment ? kTailFragment : half > kMaxFragment ? kMaxFragment : half;
+}
+
+// How many packets a tapered flow of `bytes` takes (fragmentBytes, one after the other).
+constexpr size_t fragmentCount(size_t bytes) {
+  size_t packets = bytes > 2 * kMaxFragment ? (bytes - kMaxFragment) / kMaxFragment - 1 : 0;
+  for (size_t left = bytes - packets * kMaxFragment; left > 0; left -= fragmentBytes(left)) ++packets;
+  return packets;
+}
+
 enum class Buf : uint8_t { kNone = 0, kSend, kRecv, kScratch };
 
 struct Ref {
@@ -70,6 +91,13 @@ struct Flow {
   // runs and stride), used as fast as that flow fills it; -1: the source is
   // all there.
   int32_t trails = -1;
+  // A Send, or a Copy that sends on, whose last packets get smaller
+  // (fragmentBytes): one whose receiver sends on what lands (node_fanout.h). Only where that receiver lands
+  // every packet whatever its own links hold: a tapered flow takes more of
+  // a link's packet slots, so a receiver that takes a packet only when it
+  // can forward it could wait in a circle for slots that a plan sized for
+  // whole packets expects to be free.
+  bool tapered = false;
 };
 
 enum class Coll : uint8_t {

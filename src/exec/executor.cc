@@ -292,10 +292,16 @@ class PlanRunner {
     return ready == f.bytes ? ready : ready / plan_.elemSize * plan_.elemSize;
   }
 
+  // The most a flow's next packet holds: kMaxFragment, less at the end of a
+  // tapered flow (Flow::tapered: only flows that read no link).
+  static size_t packetBytes(const Flow& f, const FlowState& st) {
+    return f.tapered ? fragmentBytes(f.bytes - st.done) : kMaxFragment;
+  }
+
   // Sends the descriptor together with the first fragment, in one packet.
   bool sendDescAndFirst(Channel& ch, const Flow& f, FlowState& st, size_t ready) {
     if (ready == 0) return pushDesc(ch, f, st);
-    size_t first = std::min(ready, kMaxFragment);
+    size_t first = std::min(ready, packetBytes(f, st));
     Span s = ch.acquireSend(kOpDescBytes + first);
     if (s.size < kOpDescBytes) return false;
     size_t n = std::min(first, s.size - kOpDescBytes);
@@ -317,7 +323,7 @@ class PlanRunner {
       moved = true;
     }
     while (st.done < ready) {
-      size_t want = std::min(ready - st.done, kMaxFragment);
+      size_t want = std::min(ready - st.done, packetBytes(f, st));
       size_t n;
       size_t run = kUnbounded;
       const uint8_t* at = st.src.segmented() ? st.src.at(st.done, &run) : st.src.base + st.done;
@@ -371,7 +377,7 @@ class PlanRunner {
     size_t prefix = (out && f.sendsDesc && !st.descSent) ? kOpDescBytes : 0;
     const size_t ready = readyBytes(f);
     while (st.done < ready) {
-      size_t n = std::min(ready - st.done, kMaxFragment);
+      size_t n = std::min(ready - st.done, packetBytes(f, st));
       const uint8_t* incoming = nullptr;
       if (in) {
         ConstSpan s = in->peekRecv();
@@ -464,7 +470,7 @@ class PlanRunner {
   bool stepForward(const Flow& f, FlowState& st, Channel* in, Channel& out) {
     bool moved = false;
     while (st.done < f.bytes) {
-      size_t n = std::min(f.bytes - st.done, kMaxFragment);
+      size_t n = std::min(f.bytes - st.done, packetBytes(f, st));
       const uint8_t* from = nullptr;
       if (in) {
         ConstSpan s = in->peekRecv();

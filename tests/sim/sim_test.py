@@ -128,11 +128,12 @@ for gap, want in ((0, ALPHA), (2, ALPHA + 6 * 2)):
 # The hierarchical all-gather's fan-out inside equal nodes (Sends trailing a
 # Recv): 8 MiB on 2 x 4, two outer slices of one phase each. In a phase each
 # carrier's 512 KiB crosses at a quarter of the node's link after a latency,
-# in two 256 KiB fragments; its own block and the first fragment go on to the
-# node's 3 others meanwhile, the last fragment after it landed (2 us + 3 x
-# 256 KiB at 450 GB/s).
+# in fragments of 256, 128, 64, 32 and 32 KiB (fragmentBytes); its own block
+# and the fragments go on to the node's 3 others as they land, the last after
+# the link is done (2 us + 3 x 32 KiB at 450 GB/s; with whole 256 KiB
+# fragments to the end, 1.5 us more a phase).
 fan = one("all_gather", "--nodes", "2", "--per-node", "4", "-d", "uint8", "-b", "8M", "-e", "8M", "--algo", "hier_radix")
-want = 2 * (ALPHA + (512 << 10) / (GBPS / 4 * 1e3) + 2 + 3 * (256 << 10) / 450e3)
+want = 2 * (ALPHA + (512 << 10) / (GBPS / 4 * 1e3) + 2 + 3 * (32 << 10) / 450e3)
 check(near(fan["sim_us"], want, 0.005) and near(fan["model_us"], want, 0.005),
       f"all-gather of 8 MiB on 2 x 4 fanned out inside the nodes: sim {fan['sim_us']:.1f} us, model "
       f"{fan['model_us']:.1f} us, by hand {want:.1f} us")

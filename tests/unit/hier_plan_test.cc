@@ -536,7 +536,8 @@ bool crossesNodes(const Topology& t, int rank, const Flow& f) {
 TEST(HierPlans, AllGatherFansOutInsideEqualNodes) {
   forEachEqualNodePlan(Coll::kAllGather, {{2, 2}, {3, 4}, {5, 3}, {9, 2}},
                        [](const Topology& t, int rank, const Plan& p, const std::string& where) {
-    size_t trailing = 0, fromNode = 0;
+    size_t trailing = 0, fromNode = 0, tapered = 0;
+    bool forwarded = false;
     for (const Phase& ph : p.phases) {
       bool across = false;
       for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
@@ -552,10 +553,24 @@ TEST(HierPlans, AllGatherFansOutInsideEqualNodes) {
           EXPECT_EQ(f.bytes, filler.bytes) << where;
         }
         if (f.kind == FlowKind::kRecv && t.nodeOf(f.peer) == t.nodeOf(rank)) fromNode += f.bytes;
+        // Only sends across nodes are tapered (Sends, or the Copy that puts
+        // a carrier's own block in place and sends it), and only where the
+        // receivers only land them (a ring's on 3 nodes or more, and a log
+        // step's on some node counts, forward what they receive).
+        if (f.tapered) {
+          ++tapered;
+          EXPECT_TRUE(f.kind != FlowKind::kRecv && crossesNodes(t, rank, f)) << where;
+        }
+        forwarded |= f.kind == FlowKind::kRecv && f.forwardPeer >= 0;
       }
       EXPECT_TRUE(across) << where << ": a phase only inside the node";
     }
     EXPECT_GT(trailing, 0u) << where;
+    if (forwarded) EXPECT_EQ(tapered, 0u) << where;
+    if (where.rfind("hier_ring", 0) == 0 && t.nnodes() > 2) EXPECT_TRUE(forwarded) << where;
+    const bool powerOfTwo = (t.nnodes() & (t.nnodes() - 1)) == 0;
+    if (where.rfind("hier_radix", 0) == 0 || (where.rfind("hier_halving", 0) == 0 && powerOfTwo))
+      EXPECT_GT(tapered, 0u) << where;
     // The node's other columns: (per - 1) of the per columns, every node's block of each.
     EXPECT_EQ(fromNode, size_t(t.nnodes()) * size_t(t.maxLocal() - 1) * 1009 * 4) << where;
   });
@@ -588,6 +603,7 @@ TEST(HierPlans, ReduceScatterFansInInsideEqualNodes) {
       for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
         const Flow& f = p.flows[i];
         across |= crossesNodes(t, rank, f);
+        EXPECT_FALSE(f.tapered) << where;  // (the all-gather's fan-out only)
         const bool inNode = f.kind == FlowKind::kRecv && t.nodeOf(f.peer) == t.nodeOf(rank);
         if (inNode) {
           fromNode += f.bytes;

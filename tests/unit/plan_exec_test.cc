@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "algo/select.h"
 #include "core/dtype.h"
@@ -110,6 +111,35 @@ TEST(PlanShape, RingAllReduceMovesTwoNMinusOneOverNOfTheData) {
       if (f.kind == FlowKind::kSend || f.forwardPeer >= 0) sent += f.bytes;
     double expected = 2.0 * (n - 1) / n * double(a.count * 4);
     EXPECT_NEAR(double(sent), expected, 4.0 * n * 64) << "n=" << n;
+  }
+}
+
+// A flow's packets (fragmentBytes): whole kMaxFragment ones while at least
+// two are left, then halves down to kTailFragment, so the last is small.
+std::vector<size_t> packetsOf(size_t bytes) {
+  std::vector<size_t> sizes;
+  for (size_t left = bytes; left > 0; left -= sizes.back()) sizes.push_back(fragmentBytes(left));
+  return sizes;
+}
+
+TEST(Fragments, ALargeFlowEndsInSmallerPackets) {
+  constexpr size_t K = 1024;
+  EXPECT_EQ(packetsOf(1 << 20), (std::vector<size_t>{256 * K, 256 * K, 256 * K, 128 * K, 64 * K, 32 * K, 32 * K}));
+  EXPECT_EQ(packetsOf(256 * K), (std::vector<size_t>{128 * K, 64 * K, 32 * K, 32 * K}));
+  EXPECT_EQ(packetsOf(40 * K), (std::vector<size_t>{32 * K, 8 * K}));
+  EXPECT_EQ(packetsOf(32 * K), (std::vector<size_t>{32 * K}));
+  EXPECT_EQ(packetsOf(1), (std::vector<size_t>{1}));
+  EXPECT_TRUE(packetsOf(0).empty());
+  for (size_t bytes : std::vector<size_t>{7, 33 * K + 4, 300 * K + 12, 511 * K, 512 * K, 513 * K, (2 << 20) + 8,
+                       (size_t(1) << 30) + 4 * 1000003}) {
+    const std::vector<size_t> sizes = packetsOf(bytes);
+    EXPECT_EQ(fragmentCount(bytes), sizes.size()) << bytes;
+    EXPECT_LE(sizes.back(), kTailFragment) << bytes;
+    for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+      EXPECT_LE(sizes[i], kMaxFragment) << bytes;
+      EXPECT_GE(sizes[i], sizes[i + 1]) << bytes;
+      EXPECT_EQ(sizes[i] % kTailFragment, 0u) << bytes;  // so every element size's multiple
+    }
   }
 }
 

@@ -116,6 +116,11 @@ void emitFannedOutColumns(Plan& plan, const Team& local, const std::vector<NodeC
                           size_t ownBytes) {
   const NodeColumn& carried = columns[size_t(local.me)];
   for (const NodeColumn& c : columns) checkAlignedWith(c.across, carried.across);
+  // A log or radix step's sends across go tapered, so that what lands last,
+  // sent on only after it landed, is small; their receivers only land them.
+  // A ring's forward what they receive, so its sends stay whole (Flow::tapered).
+  bool forwards = false;
+  for (const Flow& f : carried.across.flows) forwards |= f.kind == FlowKind::kRecv && f.forwardPeer >= 0;
   for (size_t p = 0; p < carried.across.phases.size(); ++p) {
     plan.beginPhase();
     auto toNode = [&](Flow f) {
@@ -128,7 +133,10 @@ void emitFannedOutColumns(Plan& plan, const Team& local, const std::vector<NodeC
     // My block to the node, my column's flows, each block that lands fanned out.
     if (p == 0) toNode(sendFlow(-1, mine, ownBytes));
     const PhaseFlows mineNow = piecesInTurn(carried.across, carried.across.phases[p]);
-    for (const Flow& f : mineNow.others) plan.add(f);
+    for (Flow f : mineNow.others) {
+      f.tapered = (f.kind == FlowKind::kSend || (f.kind == FlowKind::kCopy && f.forwardPeer >= 0)) && !forwards;
+      plan.add(f);
+    }
     for (const Flow& f : mineNow.landing) {
       const int32_t landing = int32_t(plan.phases.back().count);
       plan.add(f);
