@@ -235,8 +235,9 @@ double interColumnsUs(const Topology& t, double bytesPerStep, double phases) {
 // all of them at once where several partners send together (a log or radix
 // step's sends are tapered, Flow::tapered: their last is at most
 // kTailFragment; a ring's forwards are not).
-// `pipelined`: the next phase's data is on its way meanwhile (a ring's
-// forwards), so what is left to send on inside the node overlaps it.
+// `pipelined`: a ring's phases, whose data is on its way during the phase
+// before (forwarded as it lands), so a phase's latency is behind it when it
+// starts.
 struct AcrossPhase {
   double us = 0, received = 0, count = 0, left = 0;
   bool pipelined = false;
@@ -253,29 +254,39 @@ double totalUs(const AcrossPhases& phases) {
 }
 
 // The hierarchical all-gather with its node's fan-out beside the exchange
-// across nodes (algo/hierarchical/node_fanout.h), blocks of `ownBytes`: in
-// each phase a carrier sends what it receives on to the node's L-1 other
-// ranks as it lands (its own block too, in the first), through its link into
-// the node (split duplex: each rank also receives L-1 such streams). A phase
-// takes the longer of the exchange followed by sending on what landed last,
-// and the whole fan-out after the first fragment came in.
+// across nodes (algo/hierarchical/node_fanout.h), blocks of `ownBytes`: a
+// carrier sends what it received in a phase on to the node's L-1 other ranks
+// in the next (its own block in the first), through its link into the node
+// (split duplex: each rank also receives L-1 such streams), so a phase takes
+// the longer of its exchange and that; the last phase sends on what lands as
+// it lands, so it takes the longer of the exchange followed by sending on
+// what landed last, and the whole fan-out after the first fragment came in.
 double fannedOutUs(const Topology& t, const AcrossPhases& phases, double ownBytes) {
   const double others = t.maxLocal() - 1, usPerByte = 1 / (t.intra.gbps * 1e3);
-  double us = 0, own = ownBytes, lastTail = 0;
-  for (const AcrossPhase& p : phases) {
+  size_t lastGroup = phases.size();
+  for (size_t i = 0; i < phases.size(); ++i)
+    if (phases[i].count > 0) lastGroup = i;
+  double us = 0, before = ownBytes;  // sent on at the next phase's start
+  for (size_t i = 0; i < phases.size(); ++i) {
+    const AcrossPhase& p = phases[i];
     if (p.count <= 0) continue;
-    const double tail = t.intra.alphaUs + others * p.left * usPerByte;
-    auto phaseUs = [&](double ownHere) {
+    auto sendingOnUs = [&](double bytes) { return std::max(p.us, t.intra.alphaUs + others * bytes * usPerByte); };
+    const bool endsAll = i == lastGroup;
+    const double plain = p.count - (endsAll ? 1 : 0);
+    if (plain > 0) {
+      us += sendingOnUs(before) + (plain - 1) * sendingOnUs(p.received);
+      before = p.received;
+    }
+    if (endsAll) {
       // (In a ring the data comes in phase after phase, each a latency after the last.)
-      const double fan =
-          (p.pipelined ? 0 : t.inter.alphaUs) + t.intra.alphaUs + others * (p.received + ownHere) * usPerByte;
-      return std::max(p.us + (p.pipelined ? 0 : tail), fan);
-    };
-    us += phaseUs(own) + (p.count - 1) * phaseUs(0);
-    own = 0;
-    lastTail = p.pipelined ? tail : 0;
+      const double tail = t.intra.alphaUs + others * p.left * usPerByte;
+      const double fan = (p.pipelined ? 0 : t.inter.alphaUs) + t.intra.alphaUs +
+                         others * (before + p.received) * usPerByte;
+      us += std::max(p.us + tail, fan);
+    }
+    before = p.received;
   }
-  return us + lastTail;
+  return us;
 }
 
 // The hierarchical reduce-scatter with its node's fan-in beside the exchange
@@ -478,15 +489,43 @@ double logStepsUs(const Topology& t, const std::vector<int>& team, double blockB
 // across nodes, all of a node's carriers at once; on equal nodes the stage
 // inside them runs beside that exchange instead (node_fanout.h, node_fanin.h).
 enum class Across { kRing, kLog, kRadix };
-double hierScatterGatherUs(const Topology& t, double bytes, size_t chunk, Across across, bool reduceScatter) {
+// Both forms: the stages one after the other, and side by side (< 0: the
+// nodes are not equal).
+struct HierForms {
+  double sequential = 0, sideBySide = -1;
+  // The side-by-side form has costs this model does not see (more flows; on
+  // the 4 x 2 namespace nodes a rank late into a reduce-scatter held its
+  // node's first step across back: 1.2-1.3x the other form's time at
+  // 64 B-1 KiB, 1.04-1.08x at 1-16 MiB, where the model had them level), so
+  // it runs only where the model puts it more than 1% ahead.
+  bool sideBySidePays() const { return sideBySide >= 0 && sideBySide < 0.99 * sequential; }
+};
+HierForms hierScatterGatherForms(const Topology& t, double bytes, size_t chunk, Across across, bool reduceScatter) {
   const double n = t.nranks(), nodes = t.nnodes(), block = bytes / n;
   const double slices = double(hierBlockSlices(t, size_t(block), chunk));
   const double bs = block / slices;
   const AcrossPhases inter = across == Across::kLog     ? logColumnsPhases(t, bs, chunk, reduceScatter)
                              : across == Across::kRadix ? radixColumnsPhases(t, bs, chunk, reduceScatter)
                                                         : ringColumnsPhases(t, bs, nodes - 1, chunk);
-  if (stagesSideBySide(t)) return slices * (reduceScatter ? fannedInUs(t, inter) : fannedOutUs(t, inter, bs));
-  return slices * (intraColumnRingsUs(t, bs, chunk) + totalUs(inter));
+  HierForms f;
+  f.sequential = slices * (intraColumnRingsUs(t, bs, chunk) + totalUs(inter));
+  if (stagesSideBySide(t)) f.sideBySide = slices * (reduceScatter ? fannedInUs(t, inter) : fannedOutUs(t, inter, bs));
+  return f;
+}
+
+double hierScatterGatherUs(const Topology& t, double bytes, size_t chunk, Across across, bool reduceScatter,
+                           bool sideBySide) {
+  const HierForms f = hierScatterGatherForms(t, bytes, chunk, across, reduceScatter);
+  return sideBySide && f.sideBySide >= 0 ? f.sideBySide : f.sequential;
+}
+
+// The exchange across nodes of a hierarchical reduce-scatter or all-gather.
+bool acrossOf(const std::string& algo, Across* across) {
+  if (algo == "hier_ring") *across = Across::kRing;
+  else if (algo == "hier_halving") *across = Across::kLog;
+  else if (algo == "hier_radix") *across = Across::kRadix;
+  else return false;
+  return true;
 }
 
 int ceilLog2(int n) {
@@ -584,8 +623,10 @@ size_t collectiveBytes(Coll coll, size_t count, size_t elemSize, int nranks) {
 namespace {
 
 // The prediction on links that hide none of their latency: every step pays
-// its latency and then its bytes.
-double lockstepUs(const std::string& algo, Coll coll, size_t bytesIn, const Topology& t, size_t chunk, int root) {
+// its latency and then its bytes. `sideBySide`: the form a hierarchical
+// reduce-scatter or all-gather takes (stagesSideBySidePay on the real links).
+double lockstepUs(const std::string& algo, Coll coll, size_t bytesIn, const Topology& t, size_t chunk, int root,
+                  bool sideBySide) {
   const int n = t.nranks();
   const double bytes = double(bytesIn);
   if (n == 1) return 0;
@@ -606,9 +647,9 @@ double lockstepUs(const std::string& algo, Coll coll, size_t bytesIn, const Topo
       if (algo == "ring") return pipelinedRingUs(t, identity(n), bytes / n / slices, double(n - 1), slices);
       if (algo == (coll == Coll::kReduceScatter ? "recursive_halving" : "recursive_doubling"))
         return logStepsUs(t, identity(n), bytes / n, chunk, coll == Coll::kReduceScatter);
-      if (algo == "hier_ring") return hierScatterGatherUs(t, bytes, chunk, Across::kRing, coll == Coll::kReduceScatter);
-      if (algo == "hier_halving") return hierScatterGatherUs(t, bytes, chunk, Across::kLog, coll == Coll::kReduceScatter);
-      if (algo == "hier_radix") return hierScatterGatherUs(t, bytes, chunk, Across::kRadix, coll == Coll::kReduceScatter);
+      Across across;
+      if (acrossOf(algo, &across))
+        return hierScatterGatherUs(t, bytes, chunk, across, coll == Coll::kReduceScatter, sideBySide);
       return -1;
     case Coll::kBroadcast:
     case Coll::kReduce: {
@@ -635,19 +676,27 @@ double lockstepUs(const std::string& algo, Coll coll, size_t bytesIn, const Topo
 
 }  // namespace
 
+bool stagesSideBySidePay(const std::string& algo, Coll coll, size_t bytes, const Topology& t, size_t chunk) {
+  Across across;
+  if ((coll != Coll::kReduceScatter && coll != Coll::kAllGather) || !acrossOf(algo, &across) || t.nranks() < 2)
+    return false;
+  return hierScatterGatherForms(t, double(bytes), chunk, across, coll == Coll::kReduceScatter).sideBySidePays();
+}
+
 // On a link that hides latency behind bytes (LinkParams::latencyHidden: a
 // token bucket refunds the idle time between steps) a sequence of steps
 // costs less than its latencies plus its bytes: the hidden share of the
 // smaller of the two goes (all of it: the longer of the two).
 CostPrediction predictWithLockstepUs(const std::string& algo, Coll coll, size_t bytes, const Topology& t,
                                      size_t chunk, int root) {
-  const double lockstep = lockstepUs(algo, coll, bytes, t, chunk, root);
+  const bool sideBySide = stagesSideBySidePay(algo, coll, bytes, t, chunk);
+  const double lockstep = lockstepUs(algo, coll, bytes, t, chunk, root, sideBySide);
   const double hidden = t.inter.latencyHidden;
   if (lockstep <= 0 || hidden <= 0 || t.nnodes() < 2) return {lockstep, lockstep};
   Topology noLatency = t;
   noLatency.inter.alphaUs = 0;
   noLatency.inter.gapUs = 0;
-  const double bytesOnly = lockstepUs(algo, coll, bytes, noLatency, chunk, root);
+  const double bytesOnly = lockstepUs(algo, coll, bytes, noLatency, chunk, root, sideBySide);
   return {lockstep - hidden * std::max(0.0, std::min(lockstep - bytesOnly, bytesOnly)), lockstep};
 }
 

@@ -38,6 +38,15 @@ struct CostPrediction {
 CostPrediction predictWithLockstepUs(const std::string& algorithm, Coll coll, size_t bytes, const Topology& topo,
                                      size_t chunkBytes, int root = 0);
 
+// Whether the hierarchical reduce-scatter or all-gather `algorithm` runs the
+// stage inside the nodes beside its exchange across them for `bytes`
+// (node_fanout.h, node_fanin.h; the plans ask this): on equal nodes, where
+// the model puts that form more than 1% ahead of the stages one after the
+// other, which it does not where the bytes are few or the network is what
+// takes the time (the form has costs the model does not see: cost_model.cc).
+bool stagesSideBySidePay(const std::string& algorithm, Coll coll, size_t bytes, const Topology& topo,
+                         size_t chunkBytes);
+
 // nccl-tests' bus bandwidth (GB/s) for `bytes` moved in `us` microseconds.
 double busBandwidth(Coll coll, size_t bytes, int nranks, double us);
 

@@ -498,19 +498,25 @@ TEST(HierPlans, SlicedExchangesOnSlowLinksMatchTheReference) {
 }
 
 // Every rank's plan of `coll` forced to each hierarchical algorithm on
-// equal nodes (`layouts`: nodes x ranks a node), 1009 floats; `check` gets
-// the topology, the rank, its plan and a label for failures.
+// equal nodes (`layouts`: nodes x ranks a node), kEqualNodeCount floats, on links that
+// make the stage inside the nodes as long as the exchange across them (so
+// that running them side by side pays); `check` gets the topology, the rank,
+// its plan and a label for failures.
+constexpr size_t kEqualNodeCount = 65537;
 template <typename Check>
 void forEachEqualNodePlan(Coll coll, std::initializer_list<std::pair<int, int>> layouts, Check check) {
   for (const char* algo : {"hier_ring", "hier_halving", "hier_radix"})
     for (const auto& [nodes, per] : layouts) {
       Topology t = cluster(nodes, per);
-      ASSERT_TRUE(stagesSideBySide(t));
+      t.intra = LinkParams{2, 0.5, "test"};
+      t.inter = LinkParams{15, 1, "test"};
       CollArgs a;
       a.coll = coll;
       a.nranks = t.nranks();
-      a.count = 1009;
+      a.count = kEqualNodeCount;
       a.topo = &t;
+      ASSERT_TRUE(stagesSideBySidePay(algo, coll, collectiveBytes(coll, a.count, 4, a.nranks), t, a.chunkBytes))
+          << algo << " " << nodes << "x" << per;
       Config cfg;
       cfg.algo = algo;
       for (a.rank = 0; a.rank < a.nranks; ++a.rank)
@@ -572,7 +578,7 @@ TEST(HierPlans, AllGatherFansOutInsideEqualNodes) {
     if (where.rfind("hier_radix", 0) == 0 || (where.rfind("hier_halving", 0) == 0 && powerOfTwo))
       EXPECT_GT(tapered, 0u) << where;
     // The node's other columns: (per - 1) of the per columns, every node's block of each.
-    EXPECT_EQ(fromNode, size_t(t.nnodes()) * size_t(t.maxLocal() - 1) * 1009 * 4) << where;
+    EXPECT_EQ(fromNode, size_t(t.nnodes()) * size_t(t.maxLocal() - 1) * kEqualNodeCount * 4) << where;
   });
   Topology uneven = Topology::fromNodeIds({0, 0, 0, 1, 1});
   EXPECT_FALSE(stagesSideBySide(uneven));
@@ -587,6 +593,33 @@ TEST(HierPlans, AllGatherFansOutInsideEqualNodes) {
   cfg.algo = "hier_radix";
   for (a.rank = 0; a.rank < a.nranks; ++a.rank)
     for (const Flow& f : buildCollectivePlan(a, OpDesc{}, cfg).flows) EXPECT_LT(f.trails, 0);
+}
+
+// The side-by-side form runs only where the model puts it more than 1%
+// ahead (stagesSideBySidePay): not for a few bytes, where both forms take the
+// same latencies, but for a large all-gather or reduce-scatter on fast nodes.
+TEST(HierPlans, StagesRunSideBySideOnlyWhereItPays) {
+  Topology t = cluster(4, 2);  // (with 8 a node, the fan-out beats a ring of 7 hops at any size)
+  t.intra = LinkParams{2, 450, "test"};
+  t.inter = LinkParams{15, 50, "test"};
+  t.memoryGbps = 2000;  // (a fan-in's carrier sums L-1 contributions to a fragment before it goes on)
+  for (Coll coll : {Coll::kReduceScatter, Coll::kAllGather})
+    for (const char* algo : {"hier_halving", "hier_radix"})
+      for (size_t count : {size_t(2), size_t(1) << 21}) {
+        CollArgs a;
+        a.coll = coll;
+        a.nranks = t.nranks();
+        a.count = count;
+        a.topo = &t;
+        Config cfg;
+        cfg.algo = algo;
+        size_t trailing = 0;
+        for (a.rank = 0; a.rank < a.nranks; ++a.rank)
+          for (const Flow& f : buildCollectivePlan(a, OpDesc{}, cfg).flows) trailing += f.trails >= 0;
+        const bool pays = stagesSideBySidePay(algo, coll, collectiveBytes(coll, count, 4, a.nranks), t, a.chunkBytes);
+        EXPECT_EQ(pays, count > 2) << collName(coll) << " " << algo << " count " << count;
+        EXPECT_EQ(trailing > 0, pays) << collName(coll) << " " << algo << " count " << count;
+      }
 }
 
 // The reduce-scatter's mirror (node_fanin.h): on equal nodes no phase only
@@ -624,7 +657,7 @@ TEST(HierPlans, ReduceScatterFansInInsideEqualNodes) {
     }
     EXPECT_GT(readingsTrailed, 0u) << where;
     // Each other rank of the node, once for each of the column's blocks (one per node).
-    EXPECT_EQ(fromNode, size_t(t.maxLocal() - 1) * size_t(t.nnodes()) * 1009 * 4) << where;
+    EXPECT_EQ(fromNode, size_t(t.maxLocal() - 1) * size_t(t.nnodes()) * kEqualNodeCount * 4) << where;
   });
 }
 
@@ -676,13 +709,16 @@ TEST(HierPlans, RingsInsideFastNodesTakeLongerSlices) {
       // several nodes, and for the all-reduce only where a part is longer.
       const size_t bytes = collectiveBytes(coll, a.count, 4, a.nranks);
       const double fastUs = predictUs(algo, coll, bytes, fast, 4096), plainUs = predictUs(algo, coll, bytes, unknown, 4096);
-      // (Equal nodes have no ring inside them: node_fanout.h, node_fanin.h.)
+      // (Equal nodes may have no ring inside them, node_fanout.h and
+      // node_fanin.h, and on the two links not always the same form.)
+      const bool sideFast = stagesSideBySidePay(algo, coll, bytes, fast, 4096),
+                 sidePlain = stagesSideBySidePay(algo, coll, bytes, unknown, 4096);
       const bool ringInside = fast.nnodes() > 1 && fast.maxLocal() > 1 && coll != Coll::kAllReduce &&
-                              !stagesSideBySide(fast);
+                              !sideFast && !sidePlain;
       if (ringInside) {
         EXPECT_LT(fastPhases, plainPhases) << l.name << " " << collName(coll) << " " << algo;
         EXPECT_LT(fastUs, plainUs) << l.name << " " << collName(coll) << " " << algo;
-      } else {
+      } else if (sideFast == sidePlain) {
         EXPECT_LE(fastPhases, plainPhases) << l.name << " " << collName(coll) << " " << algo;
         EXPECT_LE(fastUs, plainUs) << l.name << " " << collName(coll) << " " << algo;
       }

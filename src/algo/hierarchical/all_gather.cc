@@ -5,11 +5,12 @@
 // doubling, or Bruck's for node counts that are not powers of two) or radix-k
 // (hier_radix: k-1 partners a step, algo/radix_blocks.h), (2) every column
 // spreads from its carrier to the node's other ranks: where the nodes are
-// equal, beside (1), each block going on as it arrives (node_fanout.h);
-// elsewhere after it, by a ring all-gather inside each node, a column moving
+// equal and the cost model says it pays (stagesSideBySidePay), beside (1),
+// each block going on as it arrives (node_fanout.h); elsewhere after it, by a ring all-gather inside each node, a column moving
 // as one block of evenly spaced runs.
 #include "algo/algorithms.h"
 #include "algo/compose.h"
+#include "algo/cost_model.h"
 #include "algo/hierarchical/node_fanout.h"
 #include "algo/hierarchical/teams.h"
 #include "algo/log_blocks.h"
@@ -35,9 +36,11 @@ void radixAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>
   emitRadixAllGather(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes));
 }
 
-void buildHierAllGather(const CollArgs& a, Plan& plan, ColumnAllGather across) {
+void buildHierAllGather(const CollArgs& a, Plan& plan, const char* name, ColumnAllGather across) {
   const Topology& t = *a.topo;
   const size_t e = plan.elemSize, c = a.count;
+  const bool sideBySide =
+      stagesSideBySidePay(name, Coll::kAllGather, collectiveBytes(Coll::kAllGather, c, e, a.nranks), t, a.chunkBytes);
   const int nodes = t.nnodes();
   const Team local = nodeTeam(t, a.rank);
   const std::vector<ColumnRun> runs = columnRuns(t);
@@ -61,7 +64,7 @@ void buildHierAllGather(const CollArgs& a, Plan& plan, ColumnAllGather across) {
       }
       return column;
     };
-    if (stagesSideBySide(t)) {  // both stages at once (node_fanout.h)
+    if (sideBySide) {  // both stages at once (node_fanout.h)
       std::vector<NodeColumn> columns(local.members.size());
       for (size_t j = 0; j < columns.size(); ++j) {
         NodeColumn& c = columns[j];
@@ -92,10 +95,14 @@ void buildHierAllGather(const CollArgs& a, Plan& plan, ColumnAllGather across) {
 
 }  // namespace
 
-void buildHierRingAllGather(const CollArgs& a, Plan& plan) { buildHierAllGather(a, plan, ringAcrossNodes); }
+void buildHierRingAllGather(const CollArgs& a, Plan& plan) { buildHierAllGather(a, plan, "hier_ring", ringAcrossNodes); }
 
-void buildHierHalvingAllGather(const CollArgs& a, Plan& plan) { buildHierAllGather(a, plan, logAcrossNodes); }
+void buildHierHalvingAllGather(const CollArgs& a, Plan& plan) {
+  buildHierAllGather(a, plan, "hier_halving", logAcrossNodes);
+}
 
-void buildHierRadixAllGather(const CollArgs& a, Plan& plan) { buildHierAllGather(a, plan, radixAcrossNodes); }
+void buildHierRadixAllGather(const CollArgs& a, Plan& plan) {
+  buildHierAllGather(a, plan, "hier_radix", radixAcrossNodes);
+}
 
 }  // namespace strata

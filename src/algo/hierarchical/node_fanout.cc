@@ -51,6 +51,15 @@ std::vector<Flow> cutIntoPieces(const Flow& f, size_t elemSize) {
   return pieces;
 }
 
+// The receives of phase `phase` of a column's exchange that land its blocks.
+std::vector<Flow> landedIn(const Plan& across, size_t phase) {
+  std::vector<Flow> out;
+  const Phase& ph = across.phases[phase];
+  for (uint32_t i = ph.first; i < ph.first + ph.count; ++i)
+    if (landsBlock(across.flows[i])) out.push_back(across.flows[i]);
+  return out;
+}
+
 // The flows of one phase of a column's exchange: the others as they are,
 // then the receives that land blocks, cut into pieces taken in turn partner
 // by partner (each partner's in its order) where several partners send.
@@ -121,7 +130,9 @@ void emitFannedOutColumns(Plan& plan, const Team& local, const std::vector<NodeC
   // A ring's forward what they receive, so its sends stay whole (Flow::tapered).
   bool forwards = false;
   for (const Flow& f : carried.across.flows) forwards |= f.kind == FlowKind::kRecv && f.forwardPeer >= 0;
-  for (size_t p = 0; p < carried.across.phases.size(); ++p) {
+  const size_t phases = carried.across.phases.size();
+  for (size_t p = 0; p < phases; ++p) {
+    const bool last = p + 1 == phases;
     plan.beginPhase();
     auto toNode = [&](Flow f) {
       for (int q : local.members)
@@ -130,8 +141,25 @@ void emitFannedOutColumns(Plan& plan, const Team& local, const std::vector<NodeC
           plan.add(f);
         }
     };
-    // My block to the node, my column's flows, each block that lands fanned out.
+    auto sendOn = [&](const Flow& landing, int32_t trails) {
+      Flow out = sendFlow(-1, landing.dst, landing.bytes);
+      out.runs = landing.runs;
+      out.srcStride = landing.dstStride;
+      out.trails = trails;
+      toNode(out);
+    };
+    auto receiveFrom = [&](int carrier, const Flow& landing) {
+      Flow in = recvFlow(carrier, landing.dst, landing.bytes);
+      in.runs = landing.runs;
+      in.dstStride = landing.dstStride;
+      plan.add(in);
+    };
+    // My block to the node, then what landed in the phase before (all of it
+    // there by now), my column's flows, and in the last phase each block
+    // that lands, fanned out as it lands.
     if (p == 0) toNode(sendFlow(-1, mine, ownBytes));
+    if (p > 0)
+      for (const Flow& f : landedIn(carried.across, p - 1)) sendOn(f, -1);
     const PhaseFlows mineNow = piecesInTurn(carried.across, carried.across.phases[p]);
     for (Flow f : mineNow.others) {
       f.tapered = (f.kind == FlowKind::kSend || (f.kind == FlowKind::kCopy && f.forwardPeer >= 0)) && !forwards;
@@ -140,23 +168,17 @@ void emitFannedOutColumns(Plan& plan, const Team& local, const std::vector<NodeC
     for (const Flow& f : mineNow.landing) {
       const int32_t landing = int32_t(plan.phases.back().count);
       plan.add(f);
-      Flow out = sendFlow(-1, f.dst, f.bytes);
-      out.runs = f.runs;
-      out.srcStride = f.dstStride;
-      out.trails = landing;
-      toNode(out);
+      if (last) sendOn(f, landing);
     }
     // The node's other columns, from their carriers, in the order they send them.
     for (size_t j = 0; j < columns.size(); ++j) {
       if (int(j) == local.me) continue;
       const NodeColumn& c = columns[j];
       if (p == 0) plan.add(recvFlow(c.carrier, c.ownBlock, ownBytes));
-      for (const Flow& f : piecesInTurn(c.across, c.across.phases[p]).landing) {
-        Flow in = recvFlow(c.carrier, f.dst, f.bytes);
-        in.runs = f.runs;
-        in.dstStride = f.dstStride;
-        plan.add(in);
-      }
+      if (p > 0)
+        for (const Flow& f : landedIn(c.across, p - 1)) receiveFrom(c.carrier, f);
+      if (last)
+        for (const Flow& f : piecesInTurn(c.across, c.across.phases[p]).landing) receiveFrom(c.carrier, f);
     }
   }
 }

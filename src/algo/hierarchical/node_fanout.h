@@ -1,16 +1,21 @@
 // The hierarchical all-gather's two stages run side by side: each carrier's
 // exchange across nodes, and the spreading of every column to the other ranks
-// of its node. Every block a carrier receives across nodes goes on, as it
-// arrives, to each other rank of its node (Sends that trail the receive:
-// Flow::trails), and its own block goes to them in the first phase; in the
-// same phases each rank receives its node's other columns from their
+// of its node. Every block a carrier receives across nodes goes on to each
+// other rank of its node in the next phase, beside that phase's exchange (all
+// of it there by then), and in the last phase as it arrives (Sends that trail
+// the receive: Flow::trails); its own block goes to them in the first phase.
+// In the same phases each rank receives its node's other columns from their
 // carriers. The node's links carry what a ring inside the node would (each
 // rank sends L-1 copies of what it carries), but while the network's links
-// carry theirs, instead of after them.
+// carry theirs, instead of after them. Why a phase late but for the last: a
+// phase ends when its flows do, so a block sent on as it lands holds the
+// next step's exchange back by its last packet's way through the node, a
+// latency and a packet a phase (a receiver can send on a packet only after
+// it landed whole); a phase later it goes while the network is busy anyway.
 // What a carrier sends on to a rank of its node goes in plan order (one
 // stream per pair of ranks), while its partners across nodes send at once (a
 // radix step's): so that one partner's data does not wait behind another's
-// until the phase's end, the receives of a phase from several partners are
+// until the phase's end, the last phase's receives from several partners are
 // cut into pieces of kFanOutPieceBytes taken in turn, partner by partner, and
 // each piece goes on as it lands. A byte stream, the link does not see the
 // cut: each partner still sends its message whole.
@@ -20,7 +25,7 @@
 // the plan it was. Applies where every node has the same number of ranks,
 // two or more: each rank then carries one column, and the carriers of a
 // node take the same phases, so a phase's receives from a carrier are that
-// carrier's trailing sends of the same phase.
+// carrier's sends on of the same phase.
 #pragma once
 
 #include <vector>

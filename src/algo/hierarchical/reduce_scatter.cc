@@ -8,11 +8,13 @@
 // rank: a ring (hier_ring, N-1 steps), log-step (hier_halving, ceil(log2 N)
 // steps: algo/log_blocks.h) or radix-k (hier_radix, ceil(log_k N) steps of
 // k-1 partners at once: algo/radix_blocks.h). A node's link carries (N-1)/N of
-// the data, the minimum, every way. Where the nodes are equal, (1) runs beside
-// (2) instead of before it: the node's ranks send each carrier their
-// contributions as (2) first reads them (node_fanin.h).
+// the data, the minimum, every way. Where the nodes are equal and the cost
+// model says it pays (stagesSideBySidePay), (1) runs beside (2) instead of
+// before it: the node's ranks send each carrier their contributions as (2)
+// first reads them (node_fanin.h).
 #include "algo/algorithms.h"
 #include "algo/compose.h"
+#include "algo/cost_model.h"
 #include "algo/hierarchical/node_fanin.h"
 #include "algo/hierarchical/node_fanout.h"
 #include "algo/hierarchical/teams.h"
@@ -46,9 +48,11 @@ void radixAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>
   emitRadixReduceScatter(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes), true);
 }
 
-void buildHierReduceScatter(const CollArgs& a, Plan& plan, ColumnReduceScatter across) {
+void buildHierReduceScatter(const CollArgs& a, Plan& plan, const char* name, ColumnReduceScatter across) {
   const Topology& t = *a.topo;
   const size_t e = plan.elemSize, c = a.count;
+  const bool sideBySide = stagesSideBySidePay(name, Coll::kReduceScatter,
+                                              collectiveBytes(Coll::kReduceScatter, c, e, a.nranks), t, a.chunkBytes);
   const int nodes = t.nnodes();
   const Team local = nodeTeam(t, a.rank);
   const std::vector<ColumnRun> runs = columnRuns(t);
@@ -79,7 +83,7 @@ void buildHierReduceScatter(const CollArgs& a, Plan& plan, ColumnReduceScatter a
   for (size_t s = 0; s < slices; ++s) {
     const size_t begin = blockBegin(c, int(slices), int(s));
     const size_t len = blockBegin(c, int(slices), int(s) + 1) - begin;
-    if (stagesSideBySide(t)) {  // both stages at once (node_fanin.h)
+    if (sideBySide) {  // both stages at once (node_fanin.h)
       std::vector<NodeColumnSums> columns(local.members.size());
       for (size_t j = 0; j < columns.size(); ++j) {
         NodeColumnSums& col = columns[j];
@@ -116,12 +120,16 @@ void buildHierReduceScatter(const CollArgs& a, Plan& plan, ColumnReduceScatter a
 
 }  // namespace
 
-void buildHierRingReduceScatter(const CollArgs& a, Plan& plan) { buildHierReduceScatter(a, plan, ringAcrossNodes); }
-
-void buildHierHalvingReduceScatter(const CollArgs& a, Plan& plan) {
-  buildHierReduceScatter(a, plan, logAcrossNodes);
+void buildHierRingReduceScatter(const CollArgs& a, Plan& plan) {
+  buildHierReduceScatter(a, plan, "hier_ring", ringAcrossNodes);
 }
 
-void buildHierRadixReduceScatter(const CollArgs& a, Plan& plan) { buildHierReduceScatter(a, plan, radixAcrossNodes); }
+void buildHierHalvingReduceScatter(const CollArgs& a, Plan& plan) {
+  buildHierReduceScatter(a, plan, "hier_halving", logAcrossNodes);
+}
+
+void buildHierRadixReduceScatter(const CollArgs& a, Plan& plan) {
+  buildHierReduceScatter(a, plan, "hier_radix", radixAcrossNodes);
+}
 
 }  // namespace strata
