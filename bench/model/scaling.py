@@ -225,8 +225,10 @@ def scatter_gather_reading(predictions, args):
            "latencies of the steps' phases and the reductions). On equal nodes that stage runs beside the "
            "exchange across them (algo/hierarchical/node_fanin.h for the reduce-scatter, node_fanout.h for the "
            "all-gather): what is left of it is each phase's start and end, the first fragment's way through the "
-           "node's fan-in, or the last fragments' way on through its fan-out (a network message lands a 256 KiB "
-           "fragment at a time, each partner's last one as the step ends).")
+           "node's fan-in, or, once, the last fragments' way on through its fan-out (what lands in a phase goes "
+           "on in the next, beside its exchange, but for the last phase's; a network message lands a packet at a "
+           "time, each partner's last one as the step ends, and the exchange's packets get smaller towards a "
+           "message's end, down to 32 KiB: Flow::tapered).")
     return [wins, gap]
 
 
@@ -363,8 +365,8 @@ def scale_out(predictions, args):
                          f"{b['busbw'] / floor_busbw(hi, n_hi):.0%} of the {hi}-node floor)")
     lines += ["*The stage inside the nodes*: on these equal nodes it runs beside the one across the nodes "
               "(algo/hierarchical/node_fanin.h, node_fanout.h: a carrier's node sends it their contributions as "
-              "each phase first reads them, and it sends each block it receives on to its node as it lands), where "
-              "it used to run before (reduce-scatter) or after (all-gather) it as a ring inside each node, "
+              "each phase first reads them, and it sends each block it receives on to its node in the next phase, "
+              "and in the last as it lands; where the model puts that form more than 1% ahead), where it used to run before (reduce-scatter) or after (all-gather) it as a ring inside each node, "
               f"{fmt_size(node_slice(args))} a phase (nodeRingSliceBytes; uneven nodes still do). What it still "
               "costs shows against the model with the links inside the nodes made free (`--intra 0,1e9`, both "
               "scales; the ratio, the two choices and the larger cluster's share of its floor): "
@@ -376,11 +378,12 @@ def scale_out(predictions, args):
 # them (the flat pairwise all-to-all's no longer do since its model follows
 # the replay's drifting ranks: algo/cost_model.cc, pairwiseAllToAllUs).
 SIM_CAUSES = {
-    "hier_radix": "all-gather of 16 MiB on 4096 nodes, a reduced replay: extrapolated along a line from full replays "
-                  "on 128-512 nodes, the most the 2e6-message budget allows since the fan-out inside the nodes "
-                  "sends more messages (before it, from 512-2048 nodes, logarithmic); its full replays agree with "
-                  "the model within 1% on 8 to 512 nodes at every size, and a replay with an 8e6 budget did not "
-                  "finish in 15 minutes",
+    "hier_radix": "all-gather of 16 MiB on 4096 nodes, a reduced replay of the plans before the fan-out was "
+                  "tapered and lagged (6da8463, 34693d0; the 4096-node all-gather cells were not replayed again: "
+                  "one took over 12 minutes), extrapolated along a line from full replays on 128-512 nodes, the "
+                  "most the 2e6-message budget allows since the fan-out inside the nodes sends more messages; the "
+                  "full replays of the current plans agree with the model within 1% on 8 to 512 nodes at every "
+                  "size",
 }
 
 

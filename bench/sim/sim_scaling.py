@@ -43,9 +43,12 @@ SCENARIOS = [("as built", []), ("node 0's NIC at half speed", ["--slow-node", "0
              ("fat-tree uplinks tapered 2:1", ["--taper", "2"])]
 
 
+DEFAULT_NODES = "8,64,512,4096"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--nodes", default="8,64,512,4096")
+    p.add_argument("--nodes", default=DEFAULT_NODES)
     p.add_argument("--per-node", default="8")
     p.add_argument("--sizes", default="64K,1M,16M,256M")
     p.add_argument("--rails", default="1", help="the links each node's network is made of (strata-sim --rails)")
@@ -204,7 +207,8 @@ def replay_algorithms(args):
     saved.setdefault("notes", []).append(
         f"Rows of {', '.join(algos)} ({', '.join(args.colls.split(','))}) replayed and added "
         f"(`sim_scaling.py --algos {args.algos} --colls {args.colls}"
-        f"{f' --rails {args.rails}' if args.rails != '1' else ''}`, {time.strftime('%Y-%m-%d')}, "
+        f"{f' --rails {args.rails}' if args.rails != '1' else ''}"
+        f"{f' --nodes {args.nodes}' if args.nodes != DEFAULT_NODES else ''}`, {time.strftime('%Y-%m-%d')}, "
         f"{(time.time() - started) / 60:.0f} minutes); the other rows, scenarios and FSDP step as they were.")
     json.dump(saved, open(args.out, "w"), indent=0)
 
