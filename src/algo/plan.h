@@ -92,11 +92,11 @@ struct Flow {
   // all there.
   int32_t trails = -1;
   // A Send, or a Copy that sends on, whose last packets get smaller
-  // (fragmentBytes): one whose receiver sends on what lands (node_fanout.h). Only where that receiver lands
-  // every packet whatever its own links hold: a tapered flow takes more of
-  // a link's packet slots, so a receiver that takes a packet only when it
-  // can forward it could wait in a circle for slots that a plan sized for
-  // whole packets expects to be free.
+  // (fragmentBytes): one whose receiver sends on what lands (node_fanout.h).
+  // Only where that receiver lands every packet whatever its own links
+  // hold: a tapered flow takes more of a link's packet slots, so a receiver
+  // that takes a packet only when it can forward it could wait in a circle
+  // for slots that a plan sized for whole packets expects to be free.
   bool tapered = false;
 };
 

@@ -6,8 +6,9 @@
 // (hier_radix: k-1 partners a step, algo/radix_blocks.h), (2) every column
 // spreads from its carrier to the node's other ranks: where the nodes are
 // equal and the cost model says it pays (stagesSideBySidePay), beside (1),
-// each block going on as it arrives (node_fanout.h); elsewhere after it, by a ring all-gather inside each node, a column moving
-// as one block of evenly spaced runs.
+// each block going on a phase after it arrived (node_fanout.h); elsewhere
+// after it, by a ring all-gather inside each node, a column moving as one
+// block of evenly spaced runs.
 #include "algo/algorithms.h"
 #include "algo/compose.h"
 #include "algo/cost_model.h"
@@ -95,7 +96,9 @@ void buildHierAllGather(const CollArgs& a, Plan& plan, const char* name, ColumnA
 
 }  // namespace
 
-void buildHierRingAllGather(const CollArgs& a, Plan& plan) { buildHierAllGather(a, plan, "hier_ring", ringAcrossNodes); }
+void buildHierRingAllGather(const CollArgs& a, Plan& plan) {
+  buildHierAllGather(a, plan, "hier_ring", ringAcrossNodes);
+}
 
 void buildHierHalvingAllGather(const CollArgs& a, Plan& plan) {
   buildHierAllGather(a, plan, "hier_halving", logAcrossNodes);
