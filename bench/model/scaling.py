@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 MODEL = os.path.join(ROOT, "build", "bench", "strata-model")
 SIM = os.path.join(ROOT, "build", "bench", "strata-sim")
 COLLS = ["all_reduce", "reduce_scatter", "all_gather", "broadcast", "alltoall"]
-RADIX_MAX = 8  # algo/radix_blocks.h: kMaxRadix
+RADIX_MAX = 64  # algo/radix_blocks.h: kMaxRadix
 
 
 def run_json(tool, *argv):
@@ -199,8 +199,9 @@ def scatter_gather_reading(predictions, args):
             "sizes, and which has no stage inside the nodes. In the hierarchical exchanges a column (the blocks of "
             "one local index on every node) moves inside a node as one strided block, so that stage takes L-1 "
             "steps at any node count, and across nodes each column runs a log-step (hier_halving, ceil(log2 N) "
-            "steps) or radix-k exchange (hier_radix, up to "
-            f"{RADIX_MAX - 1} partners a step, ceil(log{RADIX_MAX} N) steps), each with the "
+            "steps) or radix-k exchange (hier_radix: ceil(log_k N) steps of up to "
+            f"{RADIX_MAX - 1} partners, k the model's pick of one per step count, cost_model.h: hierRadixFor), "
+            "each with the "
             f"minimal bytes. At 64 KiB on {hi} x {args.per_node} ranks that is {fmt_time(small['us'])} against "
             f"{fmt_time(small['candidates']['hier_halving'])} for hier_halving and "
             f"{fmt_time(small['candidates']['ring'])} for the ring (2 x {hi - 1} latency steps, and {hi} rounds inside "
@@ -324,7 +325,8 @@ def scale_out(predictions, args):
               f"0.90 from 16 MiB up); the next column divides by the fastest algorithm the {lo}-node selector was "
               f"offered instead, which it passes over where another is predicted within its tie band "
               f"(algo/select.cc, pickFastest: a few percent, where it prefers the hierarchical algorithm). hier_radix (algo/radix_blocks.h: up to {RADIX_MAX - 1} partners a step, {hi} "
-              f"nodes in {math.ceil(math.log(hi, RADIX_MAX) - 1e-9)} steps instead of {math.ceil(math.log2(hi))}) is "
+              f"nodes in as few as {math.ceil(math.log(hi, RADIX_MAX) - 1e-9)} steps instead of "
+              f"{math.ceil(math.log2(hi))}; the model picks the radix) is "
               "offered here: the model's links are given, their per-message gap too (0), and every rank has a CPU "
               "of its own (the simulation section says where it is not offered, and why). The next column is each "
               "scale's busbw over what the link floor alone would give it (B N/(N-1) (n-1)/n, below): the measure "

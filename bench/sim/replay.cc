@@ -57,7 +57,8 @@ class RankActor {
   // A flow's bytes leaving this rank (a Send, or what a Recv / Copy forwards).
   struct OutItem {
     uint64_t bytes = 0, avail = 0, sent = 0;
-    bool tapered = false;  // Flow::tapered
+    uint32_t taperTo = 0;  // Flow::taperTo
+    bool rampsUp = false;  // Flow::rampsUp
   };
   // The items to one peer, one after the other on one channel.
   struct OutStream {
@@ -116,7 +117,8 @@ class RankActor {
       if (f.forward >= 0 || f.kind == FlowKind::kSend) {
         OutItem o;
         o.bytes = f.bytes;
-        o.tapered = f.tapered;
+        o.taperTo = f.taperTo;
+        o.rampsUp = f.rampsUp;
         // A Send's or Copy's bytes are all there, a trailing Send's as its Recv lands them.
         o.avail = f.kind == FlowKind::kRecv || f.trails >= 0 ? 0 : f.bytes;
         outItems_.push_back(o);
@@ -236,7 +238,10 @@ class RankActor {
       if (st.injectAt > now) return;  // the phase's loop comes back at the slot (injectDue)
       st.injectAt = -1;
     }
-    uint64_t n = std::min<uint64_t>(o.tapered ? fragmentBytes(o.bytes - o.sent) : kMaxFragment, o.avail - o.sent);
+    const uint64_t packet = o.taperTo   ? fragmentBytes(o.bytes - o.sent, o.taperTo)
+                            : o.rampsUp ? rampedFragmentBytes(o.sent)
+                                        : kMaxFragment;
+    uint64_t n = std::min<uint64_t>(packet, o.avail - o.sent);
     st.inFlight = new Fragment{n};
     start(channel(rank_, st.peer)->put_async(st.inFlight, n), {What::kOut, s, 0});
   }

@@ -30,8 +30,12 @@ ReplayPlan toReplayPlan(const Plan& plan) {
       if (f.kind != FlowKind::kSend) x.forward = f.forwardPeer;
       if (f.kind == FlowKind::kCopy && f.dst.valid() && !copiesOntoItself(f)) x.localCopyBytes = f.bytes;
       const bool sends = f.kind == FlowKind::kSend || f.forwardPeer >= 0;
-      x.tapered = f.tapered && f.kind != FlowKind::kRecv;
-      if (sends) r.fragments += x.tapered ? fragmentCount(f.bytes) : (f.bytes + kMaxFragment - 1) / kMaxFragment;
+      x.taperTo = f.kind != FlowKind::kRecv ? f.taperTo : 0;
+      x.rampsUp = f.rampsUp && f.kind == FlowKind::kSend;
+      if (sends)
+        r.fragments += x.taperTo   ? fragmentCount(f.bytes, x.taperTo)
+                       : x.rampsUp ? rampedFragmentCount(f.bytes)
+                                   : (f.bytes + kMaxFragment - 1) / kMaxFragment;
       r.flows.push_back(x);
     }
     r.phaseEnd.push_back(uint32_t(r.flows.size()));

@@ -21,7 +21,8 @@ struct ReplayFlow {
   int32_t trails = -1;       // Send / Recv: the Recv of its phase (index from the phase's first flow) whose value it uses as it lands
   FlowKind kind = FlowKind::kCopy;
   bool reduce = false;       // Recv: the incoming bytes are reduced into the value
-  bool tapered = false;      // Send / Copy: its last packets get smaller (Flow::tapered)
+  uint32_t taperTo = 0;      // Send / Copy: its last packets get smaller, down to this (Flow::taperTo)
+  bool rampsUp = false;      // Send: its first packets are smaller (Flow::rampsUp)
 };
 
 struct ReplayPlan {

@@ -211,10 +211,11 @@ std::vector<int> leaders(const Topology& t, int root) {
 double interColumnsPhaseUs(const Topology& t, double bytesPerStep) {
   if (t.nnodes() < 2) return 0;
   double worst = 0;
+  const double maxLocal = t.maxLocal();  // (a walk over the nodes)
   for (int m = 0; m < t.nnodes(); ++m) {
     const double l = double(t.node(m).size());
-    const double carried = std::ceil(double(t.maxLocal()) / l);
-    const double streams = std::min<double>(l, t.maxLocal());
+    const double carried = std::ceil(maxLocal / l);
+    const double streams = std::min<double>(l, maxLocal);
     double step = t.inter.alphaUs + (streams - 1) * t.inter.gapUs + bytesPerStep * interStreamUsPerByte(t, streams);
     worst = std::max(worst, carried * step);
   }
@@ -295,7 +296,8 @@ double fannedOutUs(const Topology& t, const AcrossPhases& phases, double ownByte
 // reads first (into its link at once), which it sums one contributor after
 // the other as they come; what reads the sums follows the last. A phase takes
 // the first fragment's way through that (its latency, the fragments of the
-// L-1 coming in together, L-1 reductions), then the longer of the exchange
+// L-1 coming in together, L-1 reductions; the contributions ramp up, so that
+// is a small packet's: Flow::rampsUp), then the longer of the exchange
 // and the rest of the contributions; a ring's (`pipelined`) takes the longer
 // of its exchange, whose data comes a latency after the last phase's anyway,
 // and all of that.
@@ -303,7 +305,7 @@ double fannedInUs(const Topology& t, const AcrossPhases& phases) {
   const double others = t.maxLocal() - 1, usPerByte = 1 / (t.intra.gbps * 1e3);
   double us = 0;
   for (const AcrossPhase& p : phases) {
-    const double fragment = std::min(p.firstRead, double(kMaxFragment));
+    const double fragment = std::min(p.firstRead, double(rampedFragmentBytes(0)));  // (Flow::rampsUp)
     const double fill =
         p.firstRead > 0 ? t.intra.alphaUs + others * (fragment * usPerByte + localReduceUs(t, fragment)) : 0;
     const double rest = others * (p.firstRead - fragment) * usPerByte;
@@ -376,7 +378,7 @@ AcrossPhases logColumnsPhases(const Topology& t, double blockBytes, size_t chunk
       const LogStep& step = steps[phases.size()];
       fresh = firstReads(read, step.sent) + firstReads(read, step.received);
     }
-    phases.push_back({interColumnsPhaseUs(t, bytes), bytes, slices, std::min(bytes, double(kTailFragment)), false,
+    phases.push_back({interColumnsPhaseUs(t, bytes), bytes, slices, std::min(bytes, double(tailFragmentFor(1))), false,
                       fresh * blockBytes / slices});
   }
   return phases;
@@ -393,13 +395,13 @@ double logColumnsUs(const Topology& t, double blockBytes, size_t chunk, bool red
 // faster than the node's bandwidth; each step cut into slices by its largest
 // message. A reduce-scatter step reduces the partners' data one partner at a
 // time, the first as it arrives, the others from the link's buffer after it.
-AcrossPhases radixColumnsPhases(const Topology& t, double blockBytes, size_t chunk, bool reduceScatter) {
+AcrossPhases radixColumnsPhases(const Topology& t, double blockBytes, size_t chunk, bool reduceScatter, int radix) {
   const int nodes = t.nnodes();
   if (nodes < 2) return {};
   const size_t slice = linkPhaseBytes(&t, chunk);
   AcrossPhases phases;
   std::vector<bool> read(size_t(nodes), false);
-  const int radix = radixFor(nodes);
+  const double maxLocal = t.maxLocal();  // (a walk over the nodes)
   for (const RadixStep& step : reduceScatter ? radixReduceScatterSteps(nodes, 0, radix)
                                              : radixAllGatherSteps(nodes, 0, radix)) {
     const double partners = double(step.sends.size());
@@ -410,8 +412,8 @@ AcrossPhases radixColumnsPhases(const Topology& t, double blockBytes, size_t chu
     double worst = 0;
     for (int m = 0; m < nodes; ++m) {
       const double l = double(t.node(m).size());
-      const double carried = std::ceil(double(t.maxLocal()) / l);
-      const double carriers = std::min<double>(l, t.maxLocal());
+      const double carried = std::ceil(maxLocal / l);
+      const double carriers = std::min<double>(l, maxLocal);
       const double streams = carriers * partners;
       const double bytesUs = std::max(carriers * total / (t.inter.gbps * 1e3),
                                       largest * t.inter.rails / (t.inter.gbps * 1e3));
@@ -419,10 +421,11 @@ AcrossPhases radixColumnsPhases(const Topology& t, double blockBytes, size_t chu
       const double laterReduces = reduceScatter ? (total - largest) / slices : 0;
       worst = std::max(worst, carried * (stepUs + localReduceUs(t, laterReduces)));
     }
-    // Each partner's last fragment lands as the step's transfers end (they
-    // share the links); what landed before went on meanwhile, in pieces
-    // taken in turn (node_fanout.h).
-    const double left = std::min(total, partners * std::min(largest / slices, double(kTailFragment)));
+    // Each partner's last fragment (tapered to tailFragmentFor the partners)
+    // lands as the step's transfers end (they share the links); what landed
+    // before went on meanwhile, in pieces taken in turn (node_fanout.h).
+    const double tail = double(tailFragmentFor(size_t(partners)));
+    const double left = std::min(total, partners * std::min(largest / slices, tail));
     double fresh = 0;  // a reduce-scatter step reads what it sends and what the first partner's data reduces
     if (reduceScatter) {
       for (const RadixTransfer& m : step.sends) fresh += firstReads(read, m.blocks);
@@ -500,12 +503,14 @@ struct HierForms {
   // it runs only where the model puts it more than 1% ahead.
   bool sideBySidePays() const { return sideBySide >= 0 && sideBySide < 0.99 * sequential; }
 };
-HierForms hierScatterGatherForms(const Topology& t, double bytes, size_t chunk, Across across, bool reduceScatter) {
+// `radix`: a radix exchange's (hierRadixFor).
+HierForms hierScatterGatherForms(const Topology& t, double bytes, size_t chunk, Across across, bool reduceScatter,
+                                 int radix) {
   const double n = t.nranks(), nodes = t.nnodes(), block = bytes / n;
   const double slices = double(hierBlockSlices(t, size_t(block), chunk));
   const double bs = block / slices;
   const AcrossPhases inter = across == Across::kLog     ? logColumnsPhases(t, bs, chunk, reduceScatter)
-                             : across == Across::kRadix ? radixColumnsPhases(t, bs, chunk, reduceScatter)
+                             : across == Across::kRadix ? radixColumnsPhases(t, bs, chunk, reduceScatter, radix)
                                                         : ringColumnsPhases(t, bs, nodes - 1, chunk);
   HierForms f;
   f.sequential = slices * (intraColumnRingsUs(t, bs, chunk) + totalUs(inter));
@@ -514,8 +519,8 @@ HierForms hierScatterGatherForms(const Topology& t, double bytes, size_t chunk, 
 }
 
 double hierScatterGatherUs(const Topology& t, double bytes, size_t chunk, Across across, bool reduceScatter,
-                           bool sideBySide) {
-  const HierForms f = hierScatterGatherForms(t, bytes, chunk, across, reduceScatter);
+                           bool sideBySide, int radix) {
+  const HierForms f = hierScatterGatherForms(t, bytes, chunk, across, reduceScatter, radix);
   return sideBySide && f.sideBySide >= 0 ? f.sideBySide : f.sequential;
 }
 
@@ -622,11 +627,42 @@ size_t collectiveBytes(Coll coll, size_t count, size_t elemSize, int nranks) {
 
 namespace {
 
+// How a hierarchical reduce-scatter or all-gather runs (the plans ask
+// stagesSideBySidePay and hierRadixFor, which answer from this): its stages
+// side by side or one after the other, and a radix exchange's radix. Of
+// radixCandidates(nodes) the one in whose better form the model puts the
+// call fastest; more partners only where they gain more than 1% (they have
+// costs this model does not see, as the side-by-side form has).
+struct HierShape {
+  bool sideBySide = false;
+  int radix = 0;
+};
+HierShape hierShapeFor(const std::string& algo, Coll coll, size_t bytes, const Topology& t, size_t chunk) {
+  Across across;
+  if ((coll != Coll::kReduceScatter && coll != Coll::kAllGather) || !acrossOf(algo, &across) || t.nranks() < 2)
+    return {};
+  const bool rs = coll == Coll::kReduceScatter;
+  if (across != Across::kRadix)
+    return {hierScatterGatherForms(t, double(bytes), chunk, across, rs, 0).sideBySidePays(), 0};
+  HierShape best;
+  double bestUs = 0;
+  const std::vector<int> radices = radixCandidates(t.nnodes());
+  for (auto r = radices.rbegin(); r != radices.rend(); ++r) {  // the fewest partners first
+    const HierForms f = hierScatterGatherForms(t, double(bytes), chunk, across, rs, *r);
+    const double us = f.sideBySidePays() ? f.sideBySide : f.sequential;
+    if (best.radix == 0 || us < 0.99 * bestUs) {
+      best = {f.sideBySidePays(), *r};
+      bestUs = us;
+    }
+  }
+  return best;
+}
+
 // The prediction on links that hide none of their latency: every step pays
-// its latency and then its bytes. `sideBySide`: the form a hierarchical
-// reduce-scatter or all-gather takes (stagesSideBySidePay on the real links).
+// its latency and then its bytes. `shape`: how a hierarchical reduce-scatter
+// or all-gather runs (hierShapeFor on the real links).
 double lockstepUs(const std::string& algo, Coll coll, size_t bytesIn, const Topology& t, size_t chunk, int root,
-                  bool sideBySide) {
+                  const HierShape& shape) {
   const int n = t.nranks();
   const double bytes = double(bytesIn);
   if (n == 1) return 0;
@@ -649,7 +685,8 @@ double lockstepUs(const std::string& algo, Coll coll, size_t bytesIn, const Topo
         return logStepsUs(t, identity(n), bytes / n, chunk, coll == Coll::kReduceScatter);
       Across across;
       if (acrossOf(algo, &across))
-        return hierScatterGatherUs(t, bytes, chunk, across, coll == Coll::kReduceScatter, sideBySide);
+        return hierScatterGatherUs(t, bytes, chunk, across, coll == Coll::kReduceScatter, shape.sideBySide,
+                                   shape.radix);
       return -1;
     case Coll::kBroadcast:
     case Coll::kReduce: {
@@ -677,10 +714,12 @@ double lockstepUs(const std::string& algo, Coll coll, size_t bytesIn, const Topo
 }  // namespace
 
 bool stagesSideBySidePay(const std::string& algo, Coll coll, size_t bytes, const Topology& t, size_t chunk) {
-  Across across;
-  if ((coll != Coll::kReduceScatter && coll != Coll::kAllGather) || !acrossOf(algo, &across) || t.nranks() < 2)
-    return false;
-  return hierScatterGatherForms(t, double(bytes), chunk, across, coll == Coll::kReduceScatter).sideBySidePays();
+  return hierShapeFor(algo, coll, bytes, t, chunk).sideBySide;
+}
+
+int hierRadixFor(Coll coll, size_t bytes, const Topology& t, size_t chunk) {
+  const int radix = hierShapeFor("hier_radix", coll, bytes, t, chunk).radix;
+  return radix ? radix : radixFor(t.nnodes());
 }
 
 // On a link that hides latency behind bytes (LinkParams::latencyHidden: a
@@ -689,14 +728,14 @@ bool stagesSideBySidePay(const std::string& algo, Coll coll, size_t bytes, const
 // smaller of the two goes (all of it: the longer of the two).
 CostPrediction predictWithLockstepUs(const std::string& algo, Coll coll, size_t bytes, const Topology& t,
                                      size_t chunk, int root) {
-  const bool sideBySide = stagesSideBySidePay(algo, coll, bytes, t, chunk);
-  const double lockstep = lockstepUs(algo, coll, bytes, t, chunk, root, sideBySide);
+  const HierShape shape = hierShapeFor(algo, coll, bytes, t, chunk);
+  const double lockstep = lockstepUs(algo, coll, bytes, t, chunk, root, shape);
   const double hidden = t.inter.latencyHidden;
   if (lockstep <= 0 || hidden <= 0 || t.nnodes() < 2) return {lockstep, lockstep};
   Topology noLatency = t;
   noLatency.inter.alphaUs = 0;
   noLatency.inter.gapUs = 0;
-  const double bytesOnly = lockstepUs(algo, coll, bytes, noLatency, chunk, root, sideBySide);
+  const double bytesOnly = lockstepUs(algo, coll, bytes, noLatency, chunk, root, shape);
   return {lockstep - hidden * std::max(0.0, std::min(lockstep - bytesOnly, bytesOnly)), lockstep};
 }
 

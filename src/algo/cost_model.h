@@ -47,6 +47,12 @@ CostPrediction predictWithLockstepUs(const std::string& algorithm, Coll coll, si
 bool stagesSideBySidePay(const std::string& algorithm, Coll coll, size_t bytes, const Topology& topo,
                          size_t chunkBytes);
 
+// The radix hier_radix's exchange across nodes takes for a reduce-scatter or
+// all-gather of `bytes` (the plans ask this): of radixCandidates(node count)
+// (algo/radix_blocks.h), the one the model puts fastest, more partners only
+// where they gain more than 1%.
+int hierRadixFor(Coll coll, size_t bytes, const Topology& topo, size_t chunkBytes);
+
 // nccl-tests' bus bandwidth (GB/s) for `bytes` moved in `us` microseconds.
 double busBandwidth(Coll coll, size_t bytes, int nranks, double us);
 

@@ -38,24 +38,52 @@ class Topology;
 // cost model's cut-through, strata-sim's replay).
 constexpr size_t kMaxFragment = 256 * 1024;
 
-// A tapered flow's (Flow::tapered) last packets get smaller, each about half
-// of what is left, down to kTailFragment: its receiver sends on what lands
+// A tapered flow's (Flow::taperTo) last packets get smaller, each about half
+// of what is left, down to its taper size: its receiver sends on what lands
 // only after a packet landed whole, so the part of that work that waits for
-// the flow's end is its last packet's. Sizes stay multiples of
-// kTailFragment, so of every element size, but for the last.
+// the flow's end is its last packet's. Sizes stay multiples of the taper
+// size (a power of two of at least kMinTailFragment, so a multiple of every
+// element size), but for the last.
 constexpr size_t kTailFragment = 32 * 1024;
+constexpr size_t kMinTailFragment = 4 * 1024;
 
-// The size of a tapered flow's next packet when `left` bytes are still to go.
-constexpr size_t fragmentBytes(size_t left) {
-  if (left <= kTailFragment) return left;
-  const size_t half = left / 2 / kTailFragment * kTailFragment;
-  return half < kTailFragment ? kTailFragment : half > kMaxFragment ? kMaxFragment : half;
+// The taper size for the sends of a step whose receivers take `partners`
+// messages at once: their last packets all land as the step ends (the
+// messages share the links), so they are cut to keep about kTailFragment
+// landing then in all, but no smaller than kMinTailFragment.
+constexpr size_t tailFragmentFor(size_t partners) {
+  size_t tail = kTailFragment;
+  while (tail > kMinTailFragment && tail * partners > kTailFragment) tail /= 2;
+  return tail;
+}
+
+// The size of a tapered flow's next packet when `left` bytes are still to
+// go, tapering down to `tail` (a power of two, kMinTailFragment..kMaxFragment).
+constexpr size_t fragmentBytes(size_t left, size_t tail) {
+  if (left <= tail) return left;
+  const size_t half = left / 2 / tail * tail;
+  return half < tail ? tail : half > kMaxFragment ? kMaxFragment : half;
 }
 
 // How many packets a tapered flow of `bytes` takes (fragmentBytes, one after the other).
-constexpr size_t fragmentCount(size_t bytes) {
+constexpr size_t fragmentCount(size_t bytes, size_t tail) {
   size_t packets = bytes > 2 * kMaxFragment ? (bytes - kMaxFragment) / kMaxFragment - 1 : 0;
-  for (size_t left = bytes - packets * kMaxFragment; left > 0; left -= fragmentBytes(left)) ++packets;
+  for (size_t left = bytes - packets * kMaxFragment; left > 0; left -= fragmentBytes(left, tail)) ++packets;
+  return packets;
+}
+
+// A ramped flow's (Flow::rampsUp) first packets are smaller: kTailFragment,
+// then each as large as all before it, up to kMaxFragment. Its receiver sums
+// it and sends the sum on (node_fanin.h), so what waits for the first packet
+// is a small one's way, not a whole one's.
+constexpr size_t rampedFragmentBytes(size_t done) {
+  return done < kTailFragment ? kTailFragment : done > kMaxFragment ? kMaxFragment : done;
+}
+
+// How many packets a ramped flow of `bytes` takes.
+constexpr size_t rampedFragmentCount(size_t bytes) {
+  size_t packets = 0;
+  for (size_t done = 0; done < bytes; done += rampedFragmentBytes(done)) ++packets;
   return packets;
 }
 
@@ -91,13 +119,18 @@ struct Flow {
   // runs and stride), used as fast as that flow fills it; -1: the source is
   // all there.
   int32_t trails = -1;
-  // A Send, or a Copy that sends on, whose last packets get smaller
-  // (fragmentBytes): one whose receiver sends on what lands (node_fanout.h).
+  // A Send, or a Copy that sends on, whose last packets get smaller, down to
+  // this many bytes (fragmentBytes; 0: not tapered): one whose receiver sends
+  // on what lands (node_fanout.h).
   // Only where that receiver lands every packet whatever its own links
   // hold: a tapered flow takes more of a link's packet slots, so a receiver
   // that takes a packet only when it can forward it could wait in a circle
   // for slots that a plan sized for whole packets expects to be free.
-  bool tapered = false;
+  uint32_t taperTo = 0;
+  // A Send whose first packets are smaller (rampedFragmentBytes): a
+  // contribution its receiver sums and sends on as it lands (node_fanin.h).
+  // Where that receiver lands it whatever its own links hold, as for taperTo.
+  bool rampsUp = false;
 };
 
 enum class Coll : uint8_t {

@@ -48,14 +48,21 @@ Piece slicePiece(const std::vector<RingBlock>& blocks, size_t e, size_t slices, 
 
 }  // namespace
 
-int radixFor(int t) {
-  if (t < 2) return 2;
-  int steps = 0;
-  for (long long reach = 1; reach < t; reach *= kMaxRadix) ++steps;
-  int radix = 2;
-  while (power(radix, steps) < t) ++radix;
-  return radix;
+std::vector<int> radixCandidates(int t) {
+  if (t < 2) return {2};
+  int fewest = 0, most = 0;
+  for (long long reach = 1; reach < t; reach *= kMaxRadix) ++fewest;
+  for (long long reach = 1; reach < t; reach *= 2) ++most;
+  std::vector<int> radices;
+  for (int steps = fewest; steps <= most; ++steps) {
+    int radix = 2;
+    while (power(radix, steps) < t) ++radix;
+    if (radices.empty() || radices.back() != radix) radices.push_back(radix);
+  }
+  return radices;
 }
+
+int radixFor(int t) { return radixCandidates(t).front(); }
 
 std::vector<RadixStep> radixAllGatherSteps(int t, int me, int radix) {
   std::vector<RadixStep> steps;
@@ -88,12 +95,12 @@ std::vector<RadixStep> radixReduceScatterSteps(int t, int me, int radix) {
 }
 
 void emitRadixReduceScatter(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t sliceBytes,
-                            bool finalize) {
+                            bool finalize, int radix) {
   checkOneBlockPerMember(team, blocks, "radix");
   if (emitLoneMemberReduceScatter(plan, team, blocks, finalize)) return;
   const int t = team.size(), me = team.me;
   const size_t e = plan.elemSize;
-  const std::vector<RadixStep> steps = radixReduceScatterSteps(t, me, radixFor(t));
+  const std::vector<RadixStep> steps = radixReduceScatterSteps(t, me, radix);
   std::vector<bool> reduced(static_cast<size_t>(t), false);
   for (const RadixStep& s : steps)
     for (const RadixTransfer& m : s.recvs)
@@ -134,12 +141,13 @@ void emitRadixReduceScatter(Plan& plan, const Team& team, const std::vector<Ring
   }
 }
 
-void emitRadixAllGather(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t sliceBytes) {
+void emitRadixAllGather(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t sliceBytes,
+                        int radix) {
   checkOneBlockPerMember(team, blocks, "radix");
   const int t = team.size(), me = team.me;
   const size_t e = plan.elemSize;
   const RingBlock& own = blocks[size_t(me)];
-  const std::vector<RadixStep> steps = radixAllGatherSteps(t, me, radixFor(t));
+  const std::vector<RadixStep> steps = radixAllGatherSteps(t, me, radix);
   if (steps.empty()) {
     if (!sameRegion(own)) {
       plan.beginPhase();

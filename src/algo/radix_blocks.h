@@ -24,10 +24,15 @@
 
 namespace strata {
 
-// The radix the plans and the cost model use for a team of t: the fewest
-// steps that partners of at most kMaxRadix - 1 allow, and for those steps the
-// smallest radix (fewest messages at once).
-constexpr int kMaxRadix = 8;
+// The radices worth trying for a team of t, one per step count: for each
+// from the fewest steps that partners of at most kMaxRadix - 1 allow to
+// ceil(log2 t), the smallest radix that takes that many (fewest messages at
+// once); so the first has the fewest steps, the last is 2. Which of them an
+// exchange takes is the cost model's choice (hierRadixFor, cost_model.h):
+// fewer steps save latencies, more partners at once cost a message gap each.
+constexpr int kMaxRadix = 64;
+std::vector<int> radixCandidates(int t);
+// The fewest steps' radix, radixCandidates(t).front().
 int radixFor(int t);
 
 // One message of a step: the peer (team index) and the blocks (owner
@@ -45,9 +50,10 @@ std::vector<RadixStep> radixAllGatherSteps(int t, int me, int radix);
 std::vector<RadixStep> radixReduceScatterSteps(int t, int me, int radix);
 
 // As emitLogReduceScatter / emitLogAllGather (algo/log_blocks.h), with the
-// same block conventions, over radixFor(team size).
+// same block conventions, with radix `radix`.
 void emitRadixReduceScatter(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t sliceBytes,
-                            bool finalize);
-void emitRadixAllGather(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t sliceBytes);
+                            bool finalize, int radix);
+void emitRadixAllGather(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t sliceBytes,
+                        int radix);
 
 }  // namespace strata

@@ -293,9 +293,11 @@ class PlanRunner {
   }
 
   // The most a flow's next packet holds: kMaxFragment, less at the end of a
-  // tapered flow (Flow::tapered: only flows that read no link).
+  // tapered flow (Flow::taperTo) and at the start of a ramped one
+  // (Flow::rampsUp; both only flows that read no link).
   static size_t packetBytes(const Flow& f, const FlowState& st) {
-    return f.tapered ? fragmentBytes(f.bytes - st.done) : kMaxFragment;
+    if (f.taperTo) return fragmentBytes(f.bytes - st.done, f.taperTo);
+    return f.rampsUp ? rampedFragmentBytes(st.done) : kMaxFragment;
   }
 
   // Sends the descriptor together with the first fragment, in one packet.

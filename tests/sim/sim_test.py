@@ -163,10 +163,10 @@ for coll, algo, size in [("all_reduce", "ring", "4M"), ("all_reduce", "hier_ring
     check(whole["reduced"] == "" and reduced["reduced"].startswith("extrapolated") and abs(ratio - 1) <= 0.05,
           f"{coll} {algo} {size} on 16 x 2, reduced / full replay: {ratio:.3f} ({reduced['reduced']})")
 
-# A radix exchange picks its radix from the node count, so smaller clusters
-# run other steps (a 256 MiB all-gather on 128 x 1: 1.5x and 2.4x the bytes per
-# phase on 32 and 64 nodes; the line through them came out at 0.77x, and 3.5x
-# in rank 0's phases): the whole cluster in coarser fragments instead.
+# A radix exchange takes its radix from the node count (the model's choice),
+# so smaller clusters run other steps (a 256 MiB all-gather on 128 x 1: one
+# step on 16-64 nodes, two on 128; the line through them came out at 0.88x):
+# the whole cluster in coarser fragments instead.
 flags = ["all_gather", "--nodes", "128", "--per-node", "1", "-b", "256M", "-e", "256M", "--algo", "hier_radix",
          "-d", "uint8"]
 whole = one(*flags)

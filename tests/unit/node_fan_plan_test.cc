@@ -5,6 +5,7 @@
 // results are checked by hier_plan_test.cc's in-memory runs.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "algo/cost_model.h"
@@ -67,6 +68,12 @@ TEST(HierPlans, AllGatherFansOutInsideEqualNodes) {
     bool forwarded = false;
     for (const Phase& ph : p.phases) {
       bool across = false;
+      std::set<int> partners;  // the phase's peers across nodes it sends to
+      for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
+        const Flow& f = p.flows[i];
+        if (f.kind != FlowKind::kRecv && crossesNodes(t, rank, f))
+          partners.insert(f.kind == FlowKind::kSend ? f.peer : f.forwardPeer);
+      }
       for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
         const Flow& f = p.flows[i];
         across |= crossesNodes(t, rank, f);
@@ -83,10 +90,12 @@ TEST(HierPlans, AllGatherFansOutInsideEqualNodes) {
         // Only sends across nodes are tapered (Sends, or the Copy that puts
         // a carrier's own block in place and sends it), and only where the
         // receivers only land them (a ring's on 3 nodes or more, and a log
-        // step's on some node counts, forward what they receive).
-        if (f.tapered) {
+        // step's on some node counts, forward what they receive); the more
+        // partners the phase sends to, the smaller their last packets.
+        if (f.taperTo) {
           ++tapered;
           EXPECT_TRUE(f.kind != FlowKind::kRecv && crossesNodes(t, rank, f)) << where;
+          EXPECT_EQ(f.taperTo, tailFragmentFor(partners.size())) << where;
         }
         forwarded |= f.kind == FlowKind::kRecv && f.forwardPeer >= 0;
       }
@@ -151,13 +160,18 @@ TEST(HierPlans, StagesRunSideBySideOnlyWhereItPays) {
 TEST(HierPlans, ReduceScatterFansInInsideEqualNodes) {
   forEachEqualNodePlan(Coll::kReduceScatter, {{2, 2}, {3, 4}, {5, 3}, {7, 2}},
                        [](const Topology& t, int rank, const Plan& p, const std::string& where) {
-    size_t fromNode = 0, readingsTrailed = 0;
+    size_t fromNode = 0, sentToNode = 0, readingsTrailed = 0;
     for (const Phase& ph : p.phases) {
       bool across = false;
       for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
         const Flow& f = p.flows[i];
         across |= crossesNodes(t, rank, f);
-        EXPECT_FALSE(f.tapered) << where;  // (the all-gather's fan-out only)
+        EXPECT_EQ(f.taperTo, 0u) << where;  // (the all-gather's fan-out only)
+        // The contributions to the node's carriers ramp up (their sums go
+        // on as they land), and nothing else does.
+        const bool contribution = f.kind == FlowKind::kSend && t.nodeOf(f.peer) == t.nodeOf(rank);
+        EXPECT_EQ(f.rampsUp, contribution) << where;
+        sentToNode += contribution ? f.bytes : 0;
         const bool inNode = f.kind == FlowKind::kRecv && t.nodeOf(f.peer) == t.nodeOf(rank);
         if (inNode) {
           fromNode += f.bytes;
@@ -179,6 +193,7 @@ TEST(HierPlans, ReduceScatterFansInInsideEqualNodes) {
     EXPECT_GT(readingsTrailed, 0u) << where;
     // Each other rank of the node, once for each of the column's blocks (one per node).
     EXPECT_EQ(fromNode, size_t(t.maxLocal() - 1) * size_t(t.nnodes()) * kEqualNodeCount * 4) << where;
+    EXPECT_EQ(sentToNode, fromNode) << where;  // (every rank gives and takes as much)
   });
 }
 

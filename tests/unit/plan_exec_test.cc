@@ -115,10 +115,10 @@ TEST(PlanShape, RingAllReduceMovesTwoNMinusOneOverNOfTheData) {
 }
 
 // A flow's packets (fragmentBytes): whole kMaxFragment ones while at least
-// two are left, then halves down to kTailFragment, so the last is small.
-std::vector<size_t> packetsOf(size_t bytes) {
+// two are left, then halves down to its taper size, so the last is small.
+std::vector<size_t> packetsOf(size_t bytes, size_t tail = kTailFragment) {
   std::vector<size_t> sizes;
-  for (size_t left = bytes; left > 0; left -= sizes.back()) sizes.push_back(fragmentBytes(left));
+  for (size_t left = bytes; left > 0; left -= sizes.back()) sizes.push_back(fragmentBytes(left, tail));
   return sizes;
 }
 
@@ -128,18 +128,52 @@ TEST(Fragments, ALargeFlowEndsInSmallerPackets) {
   EXPECT_EQ(packetsOf(256 * K), (std::vector<size_t>{128 * K, 64 * K, 32 * K, 32 * K}));
   EXPECT_EQ(packetsOf(40 * K), (std::vector<size_t>{32 * K, 8 * K}));
   EXPECT_EQ(packetsOf(32 * K), (std::vector<size_t>{32 * K}));
+  EXPECT_EQ(packetsOf(32 * K, 4 * K), (std::vector<size_t>{16 * K, 8 * K, 4 * K, 4 * K}));
   EXPECT_EQ(packetsOf(1), (std::vector<size_t>{1}));
   EXPECT_TRUE(packetsOf(0).empty());
-  for (size_t bytes : std::vector<size_t>{7, 33 * K + 4, 300 * K + 12, 511 * K, 512 * K, 513 * K, (2 << 20) + 8,
-                       (size_t(1) << 30) + 4 * 1000003}) {
-    const std::vector<size_t> sizes = packetsOf(bytes);
-    EXPECT_EQ(fragmentCount(bytes), sizes.size()) << bytes;
-    EXPECT_LE(sizes.back(), kTailFragment) << bytes;
-    for (size_t i = 0; i + 1 < sizes.size(); ++i) {
-      EXPECT_LE(sizes[i], kMaxFragment) << bytes;
-      EXPECT_GE(sizes[i], sizes[i + 1]) << bytes;
-      EXPECT_EQ(sizes[i] % kTailFragment, 0u) << bytes;  // so every element size's multiple
+  for (size_t tail = kMinTailFragment; tail <= kTailFragment; tail *= 2)
+    for (size_t bytes : std::vector<size_t>{7, 33 * K + 4, 300 * K + 12, 511 * K, 512 * K, 513 * K, (2 << 20) + 8,
+                         (size_t(1) << 30) + 4 * 1000003}) {
+      const std::vector<size_t> sizes = packetsOf(bytes, tail);
+      EXPECT_EQ(fragmentCount(bytes, tail), sizes.size()) << bytes << " tail " << tail;
+      EXPECT_LE(sizes.back(), tail) << bytes;
+      for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+        EXPECT_LE(sizes[i], kMaxFragment) << bytes;
+        EXPECT_GE(sizes[i], sizes[i + 1]) << bytes;
+        EXPECT_EQ(sizes[i] % tail, 0u) << bytes;  // so every element size's multiple
+      }
     }
+}
+
+// A ramped flow's packets: 32 KiB, then each as large as all before it, up
+// to kMaxFragment, so the first is small and the rest soon whole.
+TEST(Fragments, ARampedFlowStartsWithSmallerPackets) {
+  constexpr size_t K = 1024;
+  std::vector<size_t> sizes;
+  for (size_t done = 0; done < (1 << 20); done += sizes.back()) sizes.push_back(rampedFragmentBytes(done));
+  EXPECT_EQ(sizes, (std::vector<size_t>{32 * K, 32 * K, 64 * K, 128 * K, 256 * K, 256 * K, 256 * K}));
+  EXPECT_EQ(rampedFragmentCount(1 << 20), sizes.size());
+  EXPECT_EQ(rampedFragmentCount(0), 0u);
+  EXPECT_EQ(rampedFragmentCount(1), 1u);
+  EXPECT_EQ(rampedFragmentCount(32 * K + 1), 2u);
+  EXPECT_EQ(rampedFragmentCount(64 * K + 1), 3u);
+}
+
+// The more partners send to a receiver at once, the smaller their last
+// packets (all of them land as the step ends): about kTailFragment in all,
+// none under kMinTailFragment.
+TEST(Fragments, TheTaperShrinksWithThePartners) {
+  constexpr size_t K = 1024;
+  EXPECT_EQ(tailFragmentFor(1), 32 * K);
+  EXPECT_EQ(tailFragmentFor(2), 16 * K);
+  EXPECT_EQ(tailFragmentFor(3), 8 * K);
+  EXPECT_EQ(tailFragmentFor(7), 4 * K);
+  EXPECT_EQ(tailFragmentFor(63), 4 * K);
+  for (size_t partners = 1; partners < 100; ++partners) {
+    const size_t tail = tailFragmentFor(partners);
+    EXPECT_GE(tail, kMinTailFragment);
+    EXPECT_TRUE(tail * partners <= kTailFragment || tail == kMinTailFragment) << partners;
+    EXPECT_EQ(tail & (tail - 1), 0u) << partners;
   }
 }
 

@@ -1,7 +1,8 @@
 // The radix-k reduce-scatter / all-gather (algo/radix_blocks.h) and
 // hier_radix, without processes:
-//  - the radix chosen per team size;
-//  - the step patterns for every team of 1..64 (and some up to 200) and radix 2..8, walked
+//  - the radices offered per team size (the cost model picks one);
+//  - the step patterns for every team of 1..64 (and some up to 200) and radix 2..8
+//    and every radix offered for it, walked
 //    symbolically: every block reaches every member once (all-gather), every
 //    member's contribution reaches each block's owner once (reduce-scatter),
 //    both partners of a message agree on it, and the step count is
@@ -32,22 +33,24 @@ int stepsFor(int t, int radix) {
   return s;
 }
 
-TEST(Radix, ChosenRadixHasTheFewestStepsThenFewestPartners) {
-  EXPECT_EQ(radixFor(1), 2);
-  EXPECT_EQ(radixFor(2), 2);
-  EXPECT_EQ(radixFor(3), 3);
-  EXPECT_EQ(radixFor(8), 8);    // one step, 7 partners
-  EXPECT_EQ(radixFor(9), 3);    // two steps: 3 x 3
-  EXPECT_EQ(radixFor(17), 5);   // two steps: 5 x 5 >= 17
-  EXPECT_EQ(radixFor(64), 8);
-  EXPECT_EQ(radixFor(65), 5);   // three steps
-  EXPECT_EQ(radixFor(4096), 8); // four steps of 7 partners
-  EXPECT_EQ(radixFor(4097), 6); // five steps
+TEST(Radix, CandidatesOnePerStepCountEachWithTheFewestPartners) {
+  EXPECT_EQ(radixCandidates(1), (std::vector<int>{2}));
+  EXPECT_EQ(radixCandidates(2), (std::vector<int>{2}));
+  EXPECT_EQ(radixCandidates(3), (std::vector<int>{3, 2}));
+  EXPECT_EQ(radixCandidates(8), (std::vector<int>{8, 3, 2}));           // one step of 7, two of 2, three of 1
+  EXPECT_EQ(radixCandidates(17), (std::vector<int>{17, 5, 3, 2}));      // 5 x 5 >= 17; 3^4 too, but 3^3 already
+  EXPECT_EQ(radixCandidates(4096), (std::vector<int>{64, 16, 8, 6, 4, 3, 2}));
+  EXPECT_EQ(radixFor(4096), 64);  // two steps of 63 partners
+  EXPECT_EQ(radixFor(4097), 17);  // three steps
   for (int t = 2; t <= 5000; ++t) {
-    const int k = radixFor(t);
-    ASSERT_LE(k, kMaxRadix) << t;
-    ASSERT_EQ(stepsFor(t, k), stepsFor(t, kMaxRadix)) << t;
-    ASSERT_TRUE(k == 2 || stepsFor(t, k - 1) > stepsFor(t, k)) << t;
+    const std::vector<int> ks = radixCandidates(t);
+    ASSERT_EQ(stepsFor(t, ks.front()), stepsFor(t, kMaxRadix)) << t;
+    ASSERT_EQ(ks.back(), 2) << t;
+    for (size_t i = 0; i < ks.size(); ++i) {
+      ASSERT_LE(ks[i], kMaxRadix) << t;
+      ASSERT_TRUE(ks[i] == 2 || stepsFor(t, ks[i] - 1) > stepsFor(t, ks[i])) << t << " k" << ks[i];
+      if (i > 0) ASSERT_GT(stepsFor(t, ks[i]), stepsFor(t, ks[i - 1])) << t;
+    }
   }
 }
 
@@ -63,6 +66,17 @@ std::vector<int> teamSizes() {
   return ts;
 }
 
+// The radices walked for a team of t: 2..8, every candidate the cost model
+// may take for it, and one-step radices (t - 1 partners, and more than t).
+std::vector<int> radicesFor(int t) {
+  std::set<int> ks;
+  for (int k = 2; k <= 8; ++k) ks.insert(k);
+  for (int k : radixCandidates(t)) ks.insert(k);
+  for (int k : {t - 1, t, t + 1, kMaxRadix})
+    if (k >= 2 && k <= kMaxRadix) ks.insert(k);
+  return {ks.begin(), ks.end()};
+}
+
 bool peerReceivesThem(const std::vector<std::vector<RadixStep>>& all, size_t s, int me, const RadixTransfer& out) {
   for (const RadixTransfer& in : all[size_t(out.peer)][s].recvs)
     if (in.peer == me) return in.blocks == out.blocks;
@@ -72,7 +86,7 @@ bool peerReceivesThem(const std::vector<std::vector<RadixStep>>& all, size_t s, 
 // Every member's view of every step, checked against the others'.
 TEST(Radix, AllGatherStepsDeliverEveryBlockOnce) {
   for (int t : teamSizes())
-    for (int k = 2; k <= kMaxRadix; ++k) {
+    for (int k : radicesFor(t)) {
       std::vector<std::vector<RadixStep>> all;
       for (int me = 0; me < t; ++me) all.push_back(radixAllGatherSteps(t, me, k));
       std::vector<std::set<int>> held(static_cast<size_t>(t));
@@ -100,7 +114,7 @@ TEST(Radix, AllGatherStepsDeliverEveryBlockOnce) {
 
 TEST(Radix, ReduceScatterStepsSumEveryContributionOnce) {
   for (int t : teamSizes())
-    for (int k = 2; k <= kMaxRadix; ++k) {
+    for (int k : radicesFor(t)) {
       std::vector<std::vector<RadixStep>> all;
       for (int me = 0; me < t; ++me) all.push_back(radixReduceScatterSteps(t, me, k));
       // contributors[me][q]: whose data my partial of block q holds.
@@ -155,9 +169,11 @@ TEST(Radix, HierRadixPlansStaySmallAtScale) {
   for (int nodes : {64, 200, 512, 4096}) {
     const int per = nodes == 4096 ? 1 : 8;
     Topology t = cluster(nodes, per);
-    const int k = radixFor(nodes), steps = stepsFor(nodes, k);
     for (Coll coll : {Coll::kReduceScatter, Coll::kAllGather})
       for (int r : {0, 7, t.nranks() - 1}) {
+        const int k = hierRadixFor(coll, collectiveBytes(coll, 3, 4, t.nranks()), t, 1 << 20);
+        const int steps = stepsFor(nodes, k);
+        EXPECT_EQ(k, radixFor(nodes)) << nodes;  // a few bytes: the fewest latencies
         Plan p = planFor(t, coll, r, 3, 1 << 20);
         ASSERT_EQ(p.algorithm, "hier_radix");
         // The stage inside the node runs beside the exchange (node_fanout.h,
@@ -178,6 +194,7 @@ TEST(Radix, ModelChargesOneLatencyPerExchangePhase) {
     for (Coll coll : {Coll::kReduceScatter, Coll::kAllGather})
       for (size_t count : {size_t(1000), size_t(300000)}) {
         Topology t = cluster(nodes, 2);
+        t.inter.alphaUs = 100;  // the plan's radix is the model's choice on these links
         Plan p = planFor(t, coll, 0, count, chunk);
         size_t exchanges = 0;
         for (const Phase& ph : p.phases)
@@ -187,7 +204,6 @@ TEST(Radix, ModelChargesOneLatencyPerExchangePhase) {
               break;
             }
         const size_t bytes = collectiveBytes(coll, count, 4, t.nranks());
-        t.inter.alphaUs = 100;
         const double base = predictUs("hier_radix", coll, bytes, t, chunk);
         t.inter.alphaUs = 101;
         EXPECT_NEAR(predictUs("hier_radix", coll, bytes, t, chunk) - base, double(exchanges), 0.01)
@@ -200,12 +216,18 @@ TEST(Radix, ModelChargesOneLatencyPerExchangePhase) {
 // well under the log-step's time, and with device memory (HBM class) never
 // slower at any size here. With host memory (20 GB/s) a reduce-scatter step's
 // later partners' reductions, which wait for the first partner's, cost more
-// than the latencies saved at 256 MiB, and the model says so.
+// than the latencies saved at 256 MiB: there the model takes one partner a
+// step (radix 2), level with the log-step exchange, where 8 partners (the
+// radix 4096 nodes took before the model chose it) would be slower.
 TEST(Radix, FewerLatencyStepsThanLogStepAtScale) {
   Topology t = cluster(4096, 8);
   t.memoryGbps = 20;
-  EXPECT_GT(predictUs("hier_radix", Coll::kReduceScatter, size_t(256) << 20, t, 4 << 20),
-            predictUs("hier_halving", Coll::kReduceScatter, size_t(256) << 20, t, 4 << 20));
+  const size_t large = size_t(256) << 20;
+  EXPECT_EQ(hierRadixFor(Coll::kReduceScatter, large, t, 4 << 20), 2);
+  EXPECT_LE(predictUs("hier_radix", Coll::kReduceScatter, large, t, 4 << 20),
+            1.01 * predictUs("hier_halving", Coll::kReduceScatter, large, t, 4 << 20));
+  EXPECT_LT(hierRadixFor(Coll::kReduceScatter, large, t, 4 << 20),
+            hierRadixFor(Coll::kReduceScatter, size_t(64) << 10, t, 4 << 20));
   t.memoryGbps = 2000;
   for (Coll coll : {Coll::kReduceScatter, Coll::kAllGather})
     for (size_t bytes : {size_t(64) << 10, size_t(16) << 20, size_t(256) << 20}) {

@@ -21,27 +21,31 @@ namespace strata {
 
 namespace {
 
-using ColumnAllGather = void (*)(Plan&, const Team&, const std::vector<RingBlock>&, const CollArgs&);
+// (`slice`: a phase's bytes on a link, linkPhaseBytes; `radix`: hier_radix's, hierRadixFor.)
+using ColumnAllGather = void (*)(Plan&, const Team&, const std::vector<RingBlock>&, size_t slice, int radix);
 
 // Across nodes a ring's phases are linkPhaseBytes long, as a log step's are:
 // every carrier of a node streams on its link at once (see log_blocks.h).
-void ringAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
-  emitRingAllGather(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes));
+void ringAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t slice, int) {
+  emitRingAllGather(plan, team, blocks, slice);
 }
 
-void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
-  emitLogAllGather(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes));
+void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t slice, int) {
+  emitLogAllGather(plan, team, blocks, slice);
 }
 
-void radixAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
-  emitRadixAllGather(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes));
+void radixAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t slice,
+                      int radix) {
+  emitRadixAllGather(plan, team, blocks, slice, radix);
 }
 
 void buildHierAllGather(const CollArgs& a, Plan& plan, const char* name, ColumnAllGather across) {
   const Topology& t = *a.topo;
   const size_t e = plan.elemSize, c = a.count;
-  const bool sideBySide =
-      stagesSideBySidePay(name, Coll::kAllGather, collectiveBytes(Coll::kAllGather, c, e, a.nranks), t, a.chunkBytes);
+  const size_t bytes = collectiveBytes(Coll::kAllGather, c, e, a.nranks);
+  const bool sideBySide = stagesSideBySidePay(name, Coll::kAllGather, bytes, t, a.chunkBytes);
+  const size_t slice = linkPhaseBytes(a.topo, a.chunkBytes);
+  const int radix = across == radixAcrossNodes ? hierRadixFor(Coll::kAllGather, bytes, t, a.chunkBytes) : 0;
   const int nodes = t.nnodes();
   const Team local = nodeTeam(t, a.rank);
   const std::vector<ColumnRun> runs = columnRuns(t);
@@ -72,13 +76,14 @@ void buildHierAllGather(const CollArgs& a, Plan& plan, const char* name, ColumnA
         c.carrier = local.members[j];
         c.ownBlock = dstOf(size_t(c.carrier));
         c.across = columnStagePlan(plan);
-        across(c.across, columnTeam(t, int(j), c.carrier), columnBlocks(int(j), c.carrier), a);
+        across(c.across, columnTeam(t, int(j), c.carrier), columnBlocks(int(j), c.carrier), slice, radix);
       }
       emitFannedOutColumns(plan, local, columns, mine, len * e);
       continue;
     }
     if (nodes > 1)
-      for (int j : carriedColumns(t, a.rank)) across(plan, columnTeam(t, j, a.rank), columnBlocks(j, a.rank), a);
+      for (int j : carriedColumns(t, a.rank))
+        across(plan, columnTeam(t, j, a.rank), columnBlocks(j, a.rank), slice, radix);
     std::vector<RingBlock> blocks;
     for (const ColumnRun& r : runs) {
       RingBlock b;

@@ -38,11 +38,12 @@ void buildHierAllToAll(const CollArgs& a, Plan& plan) {
   auto received = [&](int s) { return at(Buf::kRecv, size_t(s) * bb); };
   // Staging on a carrier: per carried column j, per other node m' with a
   // rank of local index j, per local rank i of my node, one block.
-  std::vector<std::vector<int>> destNodes(size_t(t.maxLocal()));  // m' per column, ascending
-  for (int j = 0; j < t.maxLocal(); ++j)
+  const int columns = t.maxLocal();  // (a walk over the nodes)
+  std::vector<std::vector<int>> destNodes(static_cast<size_t>(columns));  // m' per column, ascending
+  for (int j = 0; j < columns; ++j)
     for (int m = 0; m < nodes; ++m)
       if (m != myNode && int(t.node(m).size()) > j) destNodes[size_t(j)].push_back(m);
-  std::vector<Ref> staging(size_t(t.maxLocal()));
+  std::vector<Ref> staging(static_cast<size_t>(columns));
   for (int j : carriedColumns(t, a.rank))
     if (!destNodes[size_t(j)].empty())
       staging[size_t(j)] = reserveScratch(plan, destNodes[size_t(j)].size() * size_t(l) * bb);
@@ -56,7 +57,7 @@ void buildHierAllToAll(const CollArgs& a, Plan& plan) {
     std::vector<Piece> pieces;
     const int s = mine[size_t(i)], d = mine[size_t(c)];
     pieces.push_back(Piece{asSender ? sent(d) : Ref{}, asSender ? Ref{} : received(s), bb});
-    for (int j = c; j < t.maxLocal(); j += l)
+    for (int j = c; j < columns; j += l)
       for (int m : destNodes[size_t(j)])
         pieces.push_back(Piece{asSender ? sent(t.node(m)[size_t(j)]) : Ref{}, asSender ? Ref{} : slot(j, m, i), bb});
     return pieces;

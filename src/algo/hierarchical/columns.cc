@@ -5,7 +5,8 @@ namespace strata {
 
 std::vector<ColumnRun> columnRuns(const Topology& t) {
   std::vector<ColumnRun> out;
-  for (int j = 0; j < t.maxLocal(); ++j) {
+  const int columns = t.maxLocal();  // (a walk over the nodes)
+  for (int j = 0; j < columns; ++j) {
     const std::vector<int> ranks = columnRanks(t, j);
     for (size_t i = 0; i < ranks.size();) {
       ColumnRun run;

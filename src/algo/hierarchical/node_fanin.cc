@@ -186,8 +186,11 @@ void emitFannedInColumns(Plan& plan, const Team& local, const std::vector<NodeCo
       const Phase& theirs = c.across.phases[p];
       for (uint32_t i = theirs.first; i < theirs.first + theirs.count; ++i)
         for (const auto& [g, first] : read[j].readBy(sumPieces(c.across.flows[i], c), c.across.flows[i].dst.valid()))
-          if (first)
-            plan.add(onGroup(sendFlow(c.carrier, Ref{}, 0), g, at(Buf::kSend, g.send), g.sendStride, Ref{}, 0));
+          if (first) {
+            Flow out = onGroup(sendFlow(c.carrier, Ref{}, 0), g, at(Buf::kSend, g.send), g.sendStride, Ref{}, 0);
+            out.rampsUp = true;  // the carrier sums it and sends the sum on as it lands
+            plan.add(out);
+          }
     }
   }
 }

@@ -1,6 +1,7 @@
 #include "algo/hierarchical/node_fanout.h"
 
 #include <algorithm>
+#include <set>
 
 #include "algo/algorithms.h"
 #include "core/error.h"
@@ -8,10 +9,7 @@
 namespace strata {
 
 bool stagesSideBySide(const Topology& t) {
-  if (t.nnodes() < 2 || t.maxLocal() < 2) return false;
-  for (int m = 0; m < t.nnodes(); ++m)
-    if (int(t.node(m).size()) != t.maxLocal()) return false;
-  return true;
+  return t.nnodes() >= 2 && t.uniform() && t.node(0).size() >= 2;
 }
 
 namespace {
@@ -126,8 +124,9 @@ void emitFannedOutColumns(Plan& plan, const Team& local, const std::vector<NodeC
   const NodeColumn& carried = columns[size_t(local.me)];
   for (const NodeColumn& c : columns) checkAlignedWith(c.across, carried.across);
   // A log or radix step's sends across go tapered, so that what lands last,
-  // sent on only after it landed, is small; their receivers only land them.
-  // A ring's forward what they receive, so its sends stay whole (Flow::tapered).
+  // sent on only after it landed, is small (the more partners a step has, the
+  // smaller: tailFragmentFor); their receivers only land them. A ring's
+  // forward what they receive, so its sends stay whole (Flow::taperTo).
   bool forwards = false;
   for (const Flow& f : carried.across.flows) forwards |= f.kind == FlowKind::kRecv && f.forwardPeer >= 0;
   const size_t phases = carried.across.phases.size();
@@ -161,8 +160,14 @@ void emitFannedOutColumns(Plan& plan, const Team& local, const std::vector<NodeC
     if (p > 0)
       for (const Flow& f : landedIn(carried.across, p - 1)) sendOn(f, -1);
     const PhaseFlows mineNow = piecesInTurn(carried.across, carried.across.phases[p]);
+    auto sendsAcross = [](const Flow& f) {
+      return f.kind == FlowKind::kSend || (f.kind == FlowKind::kCopy && f.forwardPeer >= 0);
+    };
+    std::set<int> partners;  // a step's peers across (a radix step's k - 1; its receivers have as many)
+    for (const Flow& f : mineNow.others)
+      if (sendsAcross(f)) partners.insert(f.kind == FlowKind::kSend ? f.peer : f.forwardPeer);
     for (Flow f : mineNow.others) {
-      f.tapered = (f.kind == FlowKind::kSend || (f.kind == FlowKind::kCopy && f.forwardPeer >= 0)) && !forwards;
+      if (sendsAcross(f) && !forwards) f.taperTo = uint32_t(tailFragmentFor(partners.size()));
       plan.add(f);
     }
     for (const Flow& f : mineNow.landing) {

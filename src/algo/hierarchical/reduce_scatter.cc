@@ -32,27 +32,31 @@ namespace {
 
 // The inter-node stage over one column's team: one block per node (empty
 // where a node has no rank of that local index).
-using ColumnReduceScatter = void (*)(Plan&, const Team&, const std::vector<RingBlock>&, const CollArgs&);
+// (`slice`: a phase's bytes on a link, linkPhaseBytes; `radix`: hier_radix's, hierRadixFor.)
+using ColumnReduceScatter = void (*)(Plan&, const Team&, const std::vector<RingBlock>&, size_t slice, int radix);
 
 // Across nodes a ring's phases are linkPhaseBytes long, as a log step's are:
 // every carrier of a node streams on its link at once (see log_blocks.h).
-void ringAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
-  emitRingReduceScatter(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes), true);
+void ringAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t slice, int) {
+  emitRingReduceScatter(plan, team, blocks, slice, true);
 }
 
-void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
-  emitLogReduceScatter(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes), true);
+void logAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t slice, int) {
+  emitLogReduceScatter(plan, team, blocks, slice, true);
 }
 
-void radixAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, const CollArgs& a) {
-  emitRadixReduceScatter(plan, team, blocks, linkPhaseBytes(a.topo, a.chunkBytes), true);
+void radixAcrossNodes(Plan& plan, const Team& team, const std::vector<RingBlock>& blocks, size_t slice,
+                      int radix) {
+  emitRadixReduceScatter(plan, team, blocks, slice, true, radix);
 }
 
 void buildHierReduceScatter(const CollArgs& a, Plan& plan, const char* name, ColumnReduceScatter across) {
   const Topology& t = *a.topo;
   const size_t e = plan.elemSize, c = a.count;
-  const bool sideBySide = stagesSideBySidePay(name, Coll::kReduceScatter,
-                                              collectiveBytes(Coll::kReduceScatter, c, e, a.nranks), t, a.chunkBytes);
+  const size_t bytes = collectiveBytes(Coll::kReduceScatter, c, e, a.nranks);
+  const bool sideBySide = stagesSideBySidePay(name, Coll::kReduceScatter, bytes, t, a.chunkBytes);
+  const size_t slice = linkPhaseBytes(a.topo, a.chunkBytes);
+  const int radix = across == radixAcrossNodes ? hierRadixFor(Coll::kReduceScatter, bytes, t, a.chunkBytes) : 0;
   const int nodes = t.nnodes();
   const Team local = nodeTeam(t, a.rank);
   const std::vector<ColumnRun> runs = columnRuns(t);
@@ -93,7 +97,7 @@ void buildHierReduceScatter(const CollArgs& a, Plan& plan, const char* name, Col
         for (int r : columnRanks(t, int(j))) col.sendOffset.push_back(size_t(r) * c * e);
         col.across = columnStagePlan(plan);
         across(col.across, columnTeam(t, int(j), col.carrier),
-               columnBlocks(int(j), col.carrier, col.sums, begin, len), a);
+               columnBlocks(int(j), col.carrier, col.sums, begin, len), slice, radix);
       }
       emitFannedInColumns(plan, local, columns);
       continue;
@@ -114,7 +118,7 @@ void buildHierReduceScatter(const CollArgs& a, Plan& plan, const char* name, Col
     emitRingReduceScatter(plan, local, blocks, nodeRingSliceBytes(t, a.chunkBytes), nodes == 1);
     if (nodes == 1) continue;
     for (int j : carriedColumns(t, a.rank))
-      across(plan, columnTeam(t, j, a.rank), columnBlocks(j, a.rank, columnSum[size_t(j)], begin, len), a);
+      across(plan, columnTeam(t, j, a.rank), columnBlocks(j, a.rank, columnSum[size_t(j)], begin, len), slice, radix);
   }
 }
 
