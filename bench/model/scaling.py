@@ -381,12 +381,11 @@ def scale_out(predictions, args):
 # them (the flat pairwise all-to-all's no longer do since its model follows
 # the replay's drifting ranks: algo/cost_model.cc, pairwiseAllToAllUs).
 SIM_CAUSES = {
-    "hier_radix": "all-gather of 16 MiB on 4096 nodes, a reduced replay of the plans before the fan-out was "
-                  "tapered and lagged (6da8463, 34693d0; the 4096-node all-gather cells were not replayed again: "
-                  "one took over 12 minutes), extrapolated along a line from full replays on 128-512 nodes, the "
-                  "most the 2e6-message budget allows since the fan-out inside the nodes sends more messages; the "
-                  "full replays of the current plans agree with the model within 1% on 8 to 512 nodes at every "
-                  "size",
+    "hier_radix": "the 4096-node cells are replays of the plans before b182e94 (radix 8: four steps of 7 "
+                  "partners; the model now takes two of 63 there, and its own column is of the new plans): a "
+                  "replay of the current plans on 4096 x 8 did not end within 10 minutes on this machine; on 64 "
+                  "and 512 nodes the current plans replay within 9% of the model (the all-gather at 16 MiB "
+                  "1.08x: the replay charges a 63-partner step's fan-out inside the node more than the model)",
 }
 
 
