@@ -383,9 +383,8 @@ def scale_out(predictions, args):
 SIM_CAUSES = {
     "hier_radix": "the 4096-node cells are replays of the plans before b182e94 (radix 8: four steps of 7 "
                   "partners; the model now takes two of 63 there, and its own column is of the new plans): a "
-                  "replay of the current plans on 4096 x 8 did not end within 10 minutes on this machine; on 64 "
-                  "and 512 nodes the current plans replay within 9% of the model (the all-gather at 16 MiB "
-                  "1.08x: the replay charges a 63-partner step's fan-out inside the node more than the model)",
+                  "replay of the current plans on 4096 x 8 did not end within 10 minutes on this machine; on 8, 64 "
+                  "and 512 nodes the current plans replay within 9% of the model",
 }
 
 

@@ -17,35 +17,65 @@ namespace {
 // Whether a flow of a column's exchange lands one of the column's blocks.
 bool landsBlock(const Flow& f) { return f.kind == FlowKind::kRecv && f.dst.valid() && !f.reduce; }
 
-// Flow `f` (a receive) cut into pieces of about kFanOutPieceBytes, whole
+// Flow `f` (a receive) cut into pieces of at most kFanOutPieceBytes, whole
 // elements each, in order: a strided flow by whole runs where a run is
-// shorter than a piece, else run by run and each run by bytes.
-std::vector<Flow> cutIntoPieces(const Flow& f, size_t elemSize) {
+// shorter than a piece, else run by run and each run by bytes. `tail`: the
+// sender's taper (Flow::taperTo; 0: none); pieces then also end where its
+// packets do, so that the pieces taken in turn across partners come in the
+// order they land (each partner's first packet, then its second, ...).
+std::vector<Flow> cutIntoPieces(const Flow& f, size_t elemSize, size_t tail) {
   const size_t piece = std::max(elemSize, kFanOutPieceBytes / elemSize * elemSize);
   const size_t runs = f.runs, run = runBytes(f);
   if (f.bytes == 0) return {f};
+  std::vector<size_t> packetEnds;  // in the flow's bytes, ascending
+  if (tail)
+    for (size_t at = 0; at < f.bytes;) packetEnds.push_back(at += fragmentBytes(f.bytes - at, tail));
   std::vector<Flow> pieces;
+  // `count` whole runs from run `first`, or (count 0) `bytes` of run `first` from `at`.
+  auto add = [&](size_t first, size_t count, size_t at, size_t bytes) {
+    Flow p = f;
+    p.runs = uint32_t(std::max<size_t>(count, 1));
+    p.dst = plus(f.dst, first * f.dstStride + at);
+    p.bytes = count ? count * run : bytes;
+    if (p.runs == 1) p.dstStride = 0;
+    pieces.push_back(p);
+  };
+  // Run r's bytes [a, b) (offsets in the run) cut at every piece and at the packet ends inside.
+  auto cutRun = [&](size_t r, size_t a, size_t b) {
+    auto e = std::upper_bound(packetEnds.begin(), packetEnds.end(), r * run + a);
+    for (size_t at = a; at < b;) {
+      size_t end = std::min(b, at + piece);
+      while (e != packetEnds.end() && *e <= r * run + at) ++e;
+      if (e != packetEnds.end() && *e < r * run + end) end = *e - r * run;
+      add(r, 0, at, end - at);
+      at = end;
+    }
+  };
+  auto packetEndInside = [&](size_t from, size_t to) {  // one strictly between, in the flow's bytes
+    auto e = std::upper_bound(packetEnds.begin(), packetEnds.end(), from);
+    return e != packetEnds.end() && *e < to;
+  };
   if (runs > 1 && run < piece) {
     const size_t group = piece / run;
-    for (size_t first = 0; first < runs; first += group) {
-      Flow p = f;
-      p.runs = uint32_t(std::min(group, runs - first));
-      p.dst = plus(f.dst, first * f.dstStride);
-      p.bytes = p.runs * run;
-      if (p.runs == 1) p.dstStride = 0;
-      pieces.push_back(p);
+    size_t first = 0, count = 0;
+    auto flush = [&] {
+      if (count) add(first, count, 0, 0);
+      count = 0;
+    };
+    for (size_t r = 0; r < runs; ++r) {
+      if (packetEndInside(r * run, (r + 1) * run)) {  // a packet ends inside this run: it goes alone, cut there
+        flush();
+        cutRun(r, 0, run);
+        continue;
+      }
+      if (count == 0) first = r;
+      ++count;
+      if (count == group || std::binary_search(packetEnds.begin(), packetEnds.end(), (r + 1) * run)) flush();
     }
+    flush();
     return pieces;
   }
-  for (size_t r = 0; r < runs; ++r)
-    for (size_t at = 0; at < run; at += piece) {
-      Flow p = f;
-      p.runs = 1;
-      p.dstStride = 0;
-      p.dst = plus(f.dst, r * f.dstStride + at);
-      p.bytes = std::min(piece, run - at);
-      pieces.push_back(p);
-    }
+  for (size_t r = 0; r < runs; ++r) cutRun(r, 0, run);
   return pieces;
 }
 
@@ -64,7 +94,9 @@ std::vector<Flow> landedIn(const Plan& across, size_t phase) {
 struct PhaseFlows {
   std::vector<Flow> others, landing;
 };
-PhaseFlows piecesInTurn(const Plan& across, const Phase& ph) {
+// `tapered`: the partners taper their sends (Flow::taperTo: to
+// tailFragmentFor the partners), so the pieces end where their packets do.
+PhaseFlows piecesInTurn(const Plan& across, const Phase& ph, bool tapered) {
   PhaseFlows out;
   std::vector<std::vector<Flow>> byPartner;
   std::vector<int> partners;
@@ -86,10 +118,11 @@ PhaseFlows piecesInTurn(const Plan& across, const Phase& ph) {
     for (const std::vector<Flow>& flows : byPartner) out.landing = flows;
     return out;
   }
+  const size_t tail = tapered ? tailFragmentFor(byPartner.size()) : 0;
   std::vector<std::vector<Flow>> cut(byPartner.size());
   for (size_t k = 0; k < byPartner.size(); ++k)
     for (const Flow& f : byPartner[k])
-      for (const Flow& p : cutIntoPieces(f, across.elemSize)) cut[k].push_back(p);
+      for (const Flow& p : cutIntoPieces(f, across.elemSize, tail)) cut[k].push_back(p);
   for (size_t turn = 0;; ++turn) {
     bool any = false;
     for (const std::vector<Flow>& pieces : cut)
@@ -159,7 +192,7 @@ void emitFannedOutColumns(Plan& plan, const Team& local, const std::vector<NodeC
     if (p == 0) toNode(sendFlow(-1, mine, ownBytes));
     if (p > 0)
       for (const Flow& f : landedIn(carried.across, p - 1)) sendOn(f, -1);
-    const PhaseFlows mineNow = piecesInTurn(carried.across, carried.across.phases[p]);
+    const PhaseFlows mineNow = piecesInTurn(carried.across, carried.across.phases[p], !forwards);
     auto sendsAcross = [](const Flow& f) {
       return f.kind == FlowKind::kSend || (f.kind == FlowKind::kCopy && f.forwardPeer >= 0);
     };
@@ -183,7 +216,7 @@ void emitFannedOutColumns(Plan& plan, const Team& local, const std::vector<NodeC
       if (p > 0)
         for (const Flow& f : landedIn(c.across, p - 1)) receiveFrom(c.carrier, f);
       if (last)
-        for (const Flow& f : piecesInTurn(c.across, c.across.phases[p]).landing) receiveFrom(c.carrier, f);
+        for (const Flow& f : piecesInTurn(c.across, c.across.phases[p], !forwards).landing) receiveFrom(c.carrier, f);
     }
   }
 }

@@ -17,8 +17,11 @@
 // radix step's): so that one partner's data does not wait behind another's
 // until the phase's end, the last phase's receives from several partners are
 // cut into pieces of kFanOutPieceBytes taken in turn, partner by partner, and
-// each piece goes on as it lands. A byte stream, the link does not see the
-// cut: each partner still sends its message whole.
+// each piece goes on as it lands; where the partners taper their sends the
+// pieces also end where the packets do, so the turns follow the packets as
+// they land (each partner's first, then each one's second, ...). A byte
+// stream, the link does not see the cut: each partner still sends its message
+// whole.
 // No wait can go round in a circle, whatever the links buffer: a rank's
 // receives from its node's carriers wait for nothing but their data, so a
 // carrier's sends to its node always drain, and the exchange across nodes is
