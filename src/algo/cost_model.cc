@@ -625,18 +625,12 @@ size_t collectiveBytes(Coll coll, size_t count, size_t elemSize, int nranks) {
   return blocks ? bytes * size_t(nranks) : bytes;
 }
 
-namespace {
-
-// How a hierarchical reduce-scatter or all-gather runs (the plans ask
-// stagesSideBySidePay and hierRadixFor, which answer from this): its stages
-// side by side or one after the other, and a radix exchange's radix. Of
+// How a hierarchical reduce-scatter or all-gather runs (the plans ask this;
+// stagesSideBySidePay and hierRadixFor answer from it): its stages side by
+// side or one after the other, and a radix exchange's radix. Of
 // radixCandidates(nodes) the one in whose better form the model puts the
 // call fastest; more partners only where they gain more than 1% (they have
 // costs this model does not see, as the side-by-side form has).
-struct HierShape {
-  bool sideBySide = false;
-  int radix = 0;
-};
 HierShape hierShapeFor(const std::string& algo, Coll coll, size_t bytes, const Topology& t, size_t chunk) {
   Across across;
   if ((coll != Coll::kReduceScatter && coll != Coll::kAllGather) || !acrossOf(algo, &across) || t.nranks() < 2)
@@ -657,6 +651,8 @@ HierShape hierShapeFor(const std::string& algo, Coll coll, size_t bytes, const T
   }
   return best;
 }
+
+namespace {
 
 // The prediction on links that hide none of their latency: every step pays
 // its latency and then its bytes. `shape`: how a hierarchical reduce-scatter

@@ -47,6 +47,16 @@ CostPrediction predictWithLockstepUs(const std::string& algorithm, Coll coll, si
 bool stagesSideBySidePay(const std::string& algorithm, Coll coll, size_t bytes, const Topology& topo,
                          size_t chunkBytes);
 
+// How a hierarchical reduce-scatter or all-gather `algorithm` runs for
+// `bytes`: both answers below at once (a plan asks this once). radix 0: not a
+// radix exchange.
+struct HierShape {
+  bool sideBySide = false;
+  int radix = 0;
+};
+HierShape hierShapeFor(const std::string& algorithm, Coll coll, size_t bytes, const Topology& topo,
+                       size_t chunkBytes);
+
 // The radix hier_radix's exchange across nodes takes for a reduce-scatter or
 // all-gather of `bytes` (the plans ask this): of radixCandidates(node count)
 // (algo/radix_blocks.h), the one the model puts fastest, more partners only

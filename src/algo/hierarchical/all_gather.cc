@@ -43,9 +43,10 @@ void buildHierAllGather(const CollArgs& a, Plan& plan, const char* name, ColumnA
   const Topology& t = *a.topo;
   const size_t e = plan.elemSize, c = a.count;
   const size_t bytes = collectiveBytes(Coll::kAllGather, c, e, a.nranks);
-  const bool sideBySide = stagesSideBySidePay(name, Coll::kAllGather, bytes, t, a.chunkBytes);
+  const HierShape shape = hierShapeFor(name, Coll::kAllGather, bytes, t, a.chunkBytes);
+  const bool sideBySide = shape.sideBySide;
+  const int radix = shape.radix;
   const size_t slice = linkPhaseBytes(a.topo, a.chunkBytes);
-  const int radix = across == radixAcrossNodes ? hierRadixFor(Coll::kAllGather, bytes, t, a.chunkBytes) : 0;
   const int nodes = t.nnodes();
   const Team local = nodeTeam(t, a.rank);
   const std::vector<ColumnRun> runs = columnRuns(t);

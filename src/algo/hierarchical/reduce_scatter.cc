@@ -54,9 +54,10 @@ void buildHierReduceScatter(const CollArgs& a, Plan& plan, const char* name, Col
   const Topology& t = *a.topo;
   const size_t e = plan.elemSize, c = a.count;
   const size_t bytes = collectiveBytes(Coll::kReduceScatter, c, e, a.nranks);
-  const bool sideBySide = stagesSideBySidePay(name, Coll::kReduceScatter, bytes, t, a.chunkBytes);
+  const HierShape shape = hierShapeFor(name, Coll::kReduceScatter, bytes, t, a.chunkBytes);
+  const bool sideBySide = shape.sideBySide;
+  const int radix = shape.radix;
   const size_t slice = linkPhaseBytes(a.topo, a.chunkBytes);
-  const int radix = across == radixAcrossNodes ? hierRadixFor(Coll::kReduceScatter, bytes, t, a.chunkBytes) : 0;
   const int nodes = t.nnodes();
   const Team local = nodeTeam(t, a.rank);
   const std::vector<ColumnRun> runs = columnRuns(t);
