@@ -437,15 +437,44 @@ AcrossPhases radixColumnsPhases(const Topology& t, double blockBytes, size_t chu
   return phases;
 }
 
+// hier_halving's all-reduce across nodes of each carried part (`part`
+// bytes, one outer slice's), every column at once: halving then doubling, a
+// log-step reduce-scatter and all-gather of node-count sub-blocks
+// (algo/log_blocks.h), each step one phase.
+double halvingColumnsUs(const Topology& t, double part, size_t chunk) {
+  const double sub = part / t.nnodes();
+  return logColumnsUs(t, sub, chunk, true) + logColumnsUs(t, sub, chunk, false);
+}
+
+// The same by recursive doubling of the whole part (all_reduce/
+// recursive_doubling.cc): floor(log2 N) exchanges of all of it, two steps
+// more where N is not a power of two (the extra nodes' carriers fold in and
+// get the result back). Half the steps of halving, log2 N times the bytes.
+double doublingColumnsUs(const Topology& t, double part) {
+  const int n = t.nnodes();
+  if (n < 2) return 0;
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const double slices = double(exchangeSlices(&t, size_t(part), 1));
+  double us = p < n ? 2 * interColumnsPhaseUs(t, part) + localReduceUs(t, part) : 0;
+  for (int m = 1; m < p; m <<= 1) us += slices * interColumnsPhaseUs(t, part / slices) + localReduceUs(t, part);
+  return us;
+}
+
+// One outer slice's part of hier_halving's all-reduce (hierOuterSlices).
+double hierHalvingSlicePart(const Topology& t, double bytes, size_t chunk, double* slices) {
+  const double part = bytes / t.maxLocal();
+  *slices = double(hierOuterSlices(t, size_t(part), chunk));
+  return part / *slices;
+}
+
 // Mirrors buildHierHalvingAllReduce: as the ring version, with each column's
-// all-reduce across nodes a log-step reduce-scatter and all-gather of
-// node-count sub-blocks (algo/log_blocks.h), each step one phase.
+// all-reduce across nodes the faster of halving and doubling.
 double hierHalvingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
-  const double k = t.maxLocal(), part = bytes / k;
-  const double slices = double(hierOuterSlices(t, size_t(part), chunk));
-  const double slicePart = part / slices, sub = slicePart / t.nnodes();
-  const double inter = logColumnsUs(t, sub, chunk, true) + logColumnsUs(t, sub, chunk, false);
-  return slices * (2 * intraRingsUs(t, k, slicePart, chunk) + inter);
+  double slices = 1;
+  const double slicePart = hierHalvingSlicePart(t, bytes, chunk, &slices);
+  const double inter = std::min(halvingColumnsUs(t, slicePart, chunk), doublingColumnsUs(t, slicePart));
+  return slices * (2 * intraRingsUs(t, t.maxLocal(), slicePart, chunk) + inter);
 }
 
 // The intra-node stage of the hierarchical reduce-scatter / all-gather: on
@@ -711,6 +740,13 @@ double lockstepUs(const std::string& algo, Coll coll, size_t bytesIn, const Topo
 
 bool stagesSideBySidePay(const std::string& algo, Coll coll, size_t bytes, const Topology& t, size_t chunk) {
   return hierShapeFor(algo, coll, bytes, t, chunk).sideBySide;
+}
+
+bool hierHalvingAllReduceDoubles(size_t bytes, const Topology& t, size_t chunk) {
+  if (t.nnodes() < 2) return false;
+  double slices = 1;
+  const double slicePart = hierHalvingSlicePart(t, double(bytes), chunk, &slices);
+  return doublingColumnsUs(t, slicePart) < halvingColumnsUs(t, slicePart, chunk);
 }
 
 int hierRadixFor(Coll coll, size_t bytes, const Topology& t, size_t chunk) {

@@ -63,6 +63,14 @@ HierShape hierShapeFor(const std::string& algorithm, Coll coll, size_t bytes, co
 // where they gain more than 1%.
 int hierRadixFor(Coll coll, size_t bytes, const Topology& topo, size_t chunkBytes);
 
+// Whether hier_halving's all-reduce of `bytes` exchanges each carried part
+// across nodes by recursive doubling of the whole part (floor(log2 N) steps of
+// all of it) instead of halving then doubling (2 ceil(log2 N) steps of
+// shrinking blocks; the plans ask this): where the model puts doubling ahead,
+// which it does only where the part is so small that the steps' latency is the
+// time (MPICH's allreduce makes the same switch, at a fixed 2 KiB).
+bool hierHalvingAllReduceDoubles(size_t bytes, const Topology& topo, size_t chunkBytes);
+
 // nccl-tests' bus bandwidth (GB/s) for `bytes` moved in `us` microseconds.
 double busBandwidth(Coll coll, size_t bytes, int nranks, double us);
 

@@ -146,6 +146,21 @@ TEST(HierSweep, EveryWorldUpTo17RanksWithUpTo4PerNode) {
             ASSERT_EQ(err, "") << n << " ranks, " << per << " per node" << (roundRobin ? " round-robin " : " ")
                                << collName(x.coll) << " " << x.algo << " count " << count;
           }
+        // hier_halving's all-reduce both ways across nodes: halving then
+        // doubling where the network has no latency (the fewest bytes win),
+        // recursive doubling of whole parts where its latency is everything.
+        for (double alphaUs : {0.0, 1000.0}) {
+          if (nodes == 1) break;
+          Topology shaped = topo;
+          shaped.inter = LinkParams{alphaUs, 10, "test"};
+          for (size_t count : {size_t(1), size_t(37)}) {
+            ASSERT_EQ(hierHalvingAllReduceDoubles(count * 4, shaped, 4096), alphaUs > 0) << n << " ranks";
+            std::string err = test::runPlanCase(Coll::kAllReduce, "hier_halving", count == 37, n, count,
+                                                strataFloat32, count == 1 ? strataSum : strataAvg, 0, &shaped);
+            ASSERT_EQ(err, "") << n << " ranks, " << per << " per node" << (roundRobin ? " round-robin " : " ")
+                               << "all-reduce hier_halving count " << count << " inter alpha " << alphaUs;
+          }
+        }
       }
 }
 
@@ -266,7 +281,24 @@ TEST(HierPlans, EveryRankFinishesOnClustersUpTo64NodesOf8) {
       }
 }
 
+// Bytes node m of N sends in hier_halving's short all-reduce, each carried
+// part all-reduced across nodes by recursive doubling of the whole part
+// (all_reduce/recursive_doubling.cc): a node's carriers send the whole vector
+// once a round; off powers of two the first 2(N-p) nodes pair up, the even one
+// handing its vector over, the odd one handing the result back.
+double doublingBytesOfNode(int m, int N, double vectorBytes) {
+  int p = 1, rounds = 0;
+  while (p * 2 <= N) p *= 2, ++rounds;
+  const int rem = N - p;
+  if (m < 2 * rem && m % 2 == 0) return vectorBytes;
+  return (rounds + (m < 2 * rem ? 1 : 0)) * vectorBytes;
+}
+
+// The bandwidth forms move the minimum over each node's link; hier_halving's
+// all-reduce, where the model takes its short form (recursive doubling across
+// nodes, latency-bound parts), exactly the doubling's bytes.
 TEST(HierPlans, HierarchicalRingsSendTheMinimumOverEachNodesLink) {
+  int halved = 0, doubled = 0;
   for (const char* algo : {"hier_ring", "hier_halving", "hier_radix"})
   for (int nodes : {2, 3, 8, 13, 64})
     for (int per : {2, 4, 8}) {
@@ -279,13 +311,20 @@ TEST(HierPlans, HierarchicalRingsSendTheMinimumOverEachNodesLink) {
                        Expect{Coll::kAllGather, (N - 1) / N * double(count) * e}}) {
         if (x.coll == Coll::kAllReduce && std::string(algo) == "hier_radix") continue;  // reduce-scatter, all-gather only
         size_t perRankCount = x.coll == Coll::kAllReduce ? count : count / size_t(n);
+        const bool halvingAllReduce = x.coll == Coll::kAllReduce && std::string(algo) == "hier_halving";
+        const bool doubles = halvingAllReduce && hierHalvingAllReduceDoubles(count * 4, t, 1 << 16);
+        if (halvingAllReduce) ++(doubles ? doubled : halved);
         Traffic tr = simulate(t, x.coll, algo, perRankCount, 0);
         ASSERT_TRUE(tr.finished) << tr.problem;
         for (int m = 0; m < nodes; ++m)
-          EXPECT_NEAR(tr.interOut[size_t(m)], x.bytes, 2 * n * per * e)
-              << algo << " " << collName(x.coll) << " " << nodes << "x" << per << " node " << m;
+          EXPECT_NEAR(tr.interOut[size_t(m)], doubles ? doublingBytesOfNode(m, nodes, double(count) * e) : x.bytes,
+                      2 * n * per * e)
+              << algo << " " << collName(x.coll) << " " << nodes << "x" << per << " node " << m
+              << (doubles ? " (doubling across nodes)" : "");
       }
     }
+  EXPECT_GT(halved, 0) << "no case took hier_halving's halving form";
+  EXPECT_GT(doubled, 0) << "no case took hier_halving's doubling form";
 }
 
 // At scale a plan must stay small: a column moves as one strided flow, so a

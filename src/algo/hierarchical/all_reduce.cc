@@ -8,11 +8,15 @@
 //  - halving (bandwidth, many nodes): the same, with step (2) a log-step
 //    all-reduce (algo/log_blocks.h: recursive halving then doubling, or the
 //    Bruck patterns for node counts that are not powers of two): 2 ceil(log2 N)
-//    inter-node steps instead of 2(N-1), the same minimal bytes.
+//    inter-node steps instead of 2(N-1), the same minimal bytes. Where the
+//    parts are so small that the steps' latency is the time (the cost
+//    model's call: hierHalvingAllReduceDoubles), recursive doubling of each
+//    whole part instead: floor(log2 N) steps (two more off powers of two).
 //  - leader (latency): a binomial-tree reduce to one leader per node,
 //    recursive doubling among the leaders, a binomial-tree broadcast back.
 #include "algo/algorithms.h"
 #include "algo/compose.h"
+#include "algo/cost_model.h"
 #include "algo/hierarchical/teams.h"
 #include "algo/log_blocks.h"
 
@@ -35,6 +39,16 @@ void ringAllReduceAcross(Plan& plan, const Team& team, Ref buf, size_t elems, co
 
 void logAllReduceAcross(Plan& plan, const Team& team, Ref buf, size_t elems, const CollArgs& a) {
   emitLogAllReduceInPlace(plan, team, buf, elems, linkPhaseBytes(a.topo, a.chunkBytes), true);
+}
+
+// Short parts: recursive doubling of the whole part (all_reduce/
+// recursive_doubling.cc), in place. Every carrier of a column computes the
+// same `elems`, so an empty part is skipped by all of them.
+void doublingAllReduceAcross(Plan& plan, const Team& team, Ref buf, size_t elems, const CollArgs& a) {
+  if (elems == 0) return;
+  CollArgs sub = a;
+  sub.count = elems;
+  appendStage(plan, buildRecursiveDoublingAllReduce, team, sub, Rebind{buf, buf, true});
 }
 
 // Intra-node reduce-scatter, `column` across nodes on each carried part, intra-node all-gather.
@@ -80,7 +94,8 @@ void buildHierRingAllReduce(const CollArgs& a, Plan& plan) {
 }
 
 void buildHierHalvingAllReduce(const CollArgs& a, Plan& plan) {
-  buildHierTwoLevelAllReduce(a, plan, logAllReduceAcross);
+  const bool doubles = hierHalvingAllReduceDoubles(a.count * plan.elemSize, *a.topo, a.chunkBytes);
+  buildHierTwoLevelAllReduce(a, plan, doubles ? doublingAllReduceAcross : logAllReduceAcross);
 }
 
 void buildHierLeaderAllReduce(const CollArgs& a, Plan& plan) {
