@@ -9,6 +9,7 @@
 #include "algo/log_blocks.h"
 #include "algo/radix_blocks.h"
 #include "algo/ring_blocks.h"
+#include "core/error.h"
 
 namespace strata {
 
@@ -740,6 +741,13 @@ double lockstepUs(const std::string& algo, Coll coll, size_t bytesIn, const Topo
 
 bool stagesSideBySidePay(const std::string& algo, Coll coll, size_t bytes, const Topology& t, size_t chunk) {
   return hierShapeFor(algo, coll, bytes, t, chunk).sideBySide;
+}
+
+std::string describeHierShape(const HierShape& shape, const Topology& t) {
+  if (t.nnodes() < 2) return "";
+  std::string text = shape.radix ? format("radix %d across nodes", shape.radix) : "";
+  if (shape.sideBySide) text += std::string(text.empty() ? "" : ", ") + "stages inside and across nodes side by side";
+  return text;
 }
 
 bool hierHalvingAllReduceDoubles(size_t bytes, const Topology& t, size_t chunk) {

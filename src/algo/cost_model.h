@@ -57,6 +57,9 @@ struct HierShape {
 HierShape hierShapeFor(const std::string& algorithm, Coll coll, size_t bytes, const Topology& topo,
                        size_t chunkBytes);
 
+// `shape` in words for Plan::shape ("" on one node, where nothing crosses).
+std::string describeHierShape(const HierShape& shape, const Topology& topo);
+
 // The radix hier_radix's exchange across nodes takes for a reduce-scatter or
 // all-gather of `bytes` (the plans ask this): of radixCandidates(node count)
 // (algo/radix_blocks.h), the one the model puts fastest, more partners only

@@ -187,6 +187,11 @@ struct Plan {
   // what per-operation records point at instead of copying the name.
   const char* algorithmName = "";
   double predictedUs = -1;  // the cost model's prediction (-1: forced or none)
+  // How the algorithm runs where its name does not say it all (the cost
+  // model's calls its builder made: a radix, stages side by side, recursive
+  // doubling of short parts); empty where there is nothing to add. Logged at
+  // STRATA_DEBUG=INFO beside the choice.
+  std::string shape;
 
   // Starts a new phase; following add() calls put flows in it.
   void beginPhase();

@@ -197,6 +197,9 @@ Plan buildCollectivePlan(const CollArgs& args, const OpDesc& desc, const Config&
     STRATA_INFO("%s count %zu %s: %s, predicted %.1f us (%s)", collName(args.coll), args.count,
                 dtypeName(args.dtype), alg.name, predicted, why.c_str());
   alg.build(args, plan);
+  if (explain && !plan.shape.empty())
+    STRATA_INFO("%s count %zu %s: %s runs as %s", collName(args.coll), args.count, dtypeName(args.dtype), alg.name,
+                plan.shape.c_str());
   plan.seal();
   return plan;
 }

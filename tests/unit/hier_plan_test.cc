@@ -327,6 +327,33 @@ TEST(HierPlans, HierarchicalRingsSendTheMinimumOverEachNodesLink) {
   EXPECT_GT(doubled, 0) << "no case took hier_halving's doubling form";
 }
 
+// A plan says how it runs where the algorithm's name does not (logged at
+// STRATA_DEBUG=INFO): the radix and form the model gave a hierarchical
+// reduce-scatter / all-gather, hier_halving's all-reduce's form across nodes.
+TEST(HierPlans, PlansSayHowTheyRunAcrossNodes) {
+  auto planOf = [](const Topology& t, Coll coll, const char* algo, size_t count) {
+    CollArgs a;
+    a.coll = coll;
+    a.nranks = t.nranks();
+    a.count = count;
+    a.topo = &t;
+    a.chunkBytes = 1 << 16;
+    Config cfg;
+    cfg.algo = algo;
+    return buildCollectivePlan(a, OpDesc{}, cfg);
+  };
+  const Topology t = cluster(64, 8), one = cluster(1, 8);
+  const size_t perRank = (16u << 20) / size_t(t.nranks());  // a 16 MiB all-gather
+  const int radix = hierRadixFor(Coll::kAllGather, 16u << 20, t, 1 << 16);
+  EXPECT_NE(planOf(t, Coll::kAllGather, "hier_radix", perRank).shape.find(format("radix %d across nodes", radix)),
+            std::string::npos);
+  EXPECT_EQ(planOf(t, Coll::kAllGather, "hier_ring", 1).shape, "");  // a ring, one after the other: nothing to add
+  EXPECT_EQ(planOf(t, Coll::kAllReduce, "hier_halving", 2).shape, "recursive doubling of whole parts across nodes");
+  EXPECT_EQ(planOf(t, Coll::kAllReduce, "hier_halving", 16u << 20).shape, "halving then doubling across nodes");
+  EXPECT_EQ(planOf(one, Coll::kAllReduce, "hier_halving", 2).shape, "");
+  EXPECT_EQ(planOf(one, Coll::kAllGather, "hier_radix", perRank).shape, "");
+}
+
 // At scale a plan must stay small: a column moves as one strided flow, so a
 // rank's log-step reduce-scatter / all-gather has a few flows per step
 // (ceil(log2 N) steps across nodes, L-1 inside), not one per block; and the

@@ -46,6 +46,7 @@ void buildHierAllGather(const CollArgs& a, Plan& plan, const char* name, ColumnA
   const HierShape shape = hierShapeFor(name, Coll::kAllGather, bytes, t, a.chunkBytes);
   const bool sideBySide = shape.sideBySide;
   const int radix = shape.radix;
+  plan.shape = describeHierShape(shape, t);
   const size_t slice = linkPhaseBytes(a.topo, a.chunkBytes);
   const int nodes = t.nnodes();
   const Team local = nodeTeam(t, a.rank);

@@ -95,6 +95,8 @@ void buildHierRingAllReduce(const CollArgs& a, Plan& plan) {
 
 void buildHierHalvingAllReduce(const CollArgs& a, Plan& plan) {
   const bool doubles = hierHalvingAllReduceDoubles(a.count * plan.elemSize, *a.topo, a.chunkBytes);
+  if (a.topo->nnodes() > 1)
+    plan.shape = doubles ? "recursive doubling of whole parts across nodes" : "halving then doubling across nodes";
   buildHierTwoLevelAllReduce(a, plan, doubles ? doublingAllReduceAcross : logAllReduceAcross);
 }
 

@@ -57,6 +57,7 @@ void buildHierReduceScatter(const CollArgs& a, Plan& plan, const char* name, Col
   const HierShape shape = hierShapeFor(name, Coll::kReduceScatter, bytes, t, a.chunkBytes);
   const bool sideBySide = shape.sideBySide;
   const int radix = shape.radix;
+  plan.shape = describeHierShape(shape, t);
   const size_t slice = linkPhaseBytes(a.topo, a.chunkBytes);
   const int nodes = t.nnodes();
   const Team local = nodeTeam(t, a.rank);
