@@ -462,20 +462,29 @@ double doublingColumnsUs(const Topology& t, double part) {
   return us;
 }
 
-// One outer slice's part of hier_halving's all-reduce (hierOuterSlices).
-double hierHalvingSlicePart(const Topology& t, double bytes, size_t chunk, double* slices) {
+// How hier_halving's all-reduce of `bytes` crosses nodes: its outer slices
+// (hierOuterSlices), each one's part of a column, and the faster of halving
+// and doubling for that part (ties go to halving).
+struct HierHalvingAcross {
+  double slices = 1, slicePart = 0, us = 0;
+  bool doubles = false;
+};
+HierHalvingAcross hierHalvingAcross(const Topology& t, double bytes, size_t chunk) {
+  HierHalvingAcross x;
   const double part = bytes / t.maxLocal();
-  *slices = double(hierOuterSlices(t, size_t(part), chunk));
-  return part / *slices;
+  x.slices = double(hierOuterSlices(t, size_t(part), chunk));
+  x.slicePart = part / x.slices;
+  const double halving = halvingColumnsUs(t, x.slicePart, chunk), doubling = doublingColumnsUs(t, x.slicePart);
+  x.doubles = doubling < halving;
+  x.us = x.doubles ? doubling : halving;
+  return x;
 }
 
 // Mirrors buildHierHalvingAllReduce: as the ring version, with each column's
 // all-reduce across nodes the faster of halving and doubling.
 double hierHalvingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
-  double slices = 1;
-  const double slicePart = hierHalvingSlicePart(t, bytes, chunk, &slices);
-  const double inter = std::min(halvingColumnsUs(t, slicePart, chunk), doublingColumnsUs(t, slicePart));
-  return slices * (2 * intraRingsUs(t, t.maxLocal(), slicePart, chunk) + inter);
+  const HierHalvingAcross x = hierHalvingAcross(t, bytes, chunk);
+  return x.slices * (2 * intraRingsUs(t, t.maxLocal(), x.slicePart, chunk) + x.us);
 }
 
 // The intra-node stage of the hierarchical reduce-scatter / all-gather: on
@@ -752,9 +761,7 @@ std::string describeHierShape(const HierShape& shape, const Topology& t) {
 
 bool hierHalvingAllReduceDoubles(size_t bytes, const Topology& t, size_t chunk) {
   if (t.nnodes() < 2) return false;
-  double slices = 1;
-  const double slicePart = hierHalvingSlicePart(t, double(bytes), chunk, &slices);
-  return doublingColumnsUs(t, slicePart) < halvingColumnsUs(t, slicePart, chunk);
+  return hierHalvingAcross(t, double(bytes), chunk).doubles;
 }
 
 int hierRadixFor(Coll coll, size_t bytes, const Topology& t, size_t chunk) {
