@@ -21,7 +21,8 @@
 #   compare: bench/compare.py's gpu scenario (strata, NCCL and Gloo on device
 #          buffers, side by side) with 1 rank (NCCL takes one rank per GPU) and
 #          with 2 sharing the GPU: docs/benchmarks/gpu.md and gpu-np2.md
-#          (GPU_CHECK_COMPARE_NP="1" runs the first alone).
+#          (GPU_CHECK_COMPARE_NP="1" runs the first alone; GPU_CHECK_COMPARE_REPS
+#          and GPU_CHECK_COMPARE_COLLECTIVES shorten it for a short lease).
 # Each part replaces its own section of the report, docs/benchmarks/gpu-check.md (or
 # $STRATA_GPU_REPORT), so parts run in separate calls add up to one report.
 # With the device tool's $OUT set, the report, logs.tgz (every step's output)
@@ -142,7 +143,11 @@ run_bench() {
   local np coll f
   # Each run bounded (a hang costs two minutes, not the lease) and its output
   # line-buffered, so that what it printed before a kill is kept.
-  run_perf() { STRATA_TIMEOUT_MS=30000 timeout -k 5 120 stdbuf -oL build-gpu/bench/strata-perf "$@"; }
+  # GPU_CHECK_PERF_SECONDS and STRATA_TIMEOUT_MS shorten both for a short lease.
+  run_perf() {
+    STRATA_TIMEOUT_MS=${STRATA_TIMEOUT_MS:-30000} timeout -k 5 "${GPU_CHECK_PERF_SECONDS:-120}" \
+      stdbuf -oL build-gpu/bench/strata-perf "$@"
+  }
   for np in 2 4; do
     for coll in all_reduce reduce_scatter all_gather; do
       STRATA_CUDA_IPC=1 run_perf "$coll" -np "$np" -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1 \
@@ -216,8 +221,9 @@ run_compare() {
   step "side by side with NCCL and Gloo (bench/compare.py gpu)"
   local np
   for np in ${GPU_CHECK_COMPARE_NP:-1 2}; do
-    STRATA_BUILD_DIR=build-gpu "${PYTHON:-python3}" bench/compare.py gpu --np "$np" --reps 2 \
-      --collectives all_reduce,reduce_scatter,all_gather >"$log/compare_$np.txt" 2>&1 || { tail -20 "$log/compare_$np.txt"; status=1; }
+    STRATA_BUILD_DIR=build-gpu "${PYTHON:-python3}" bench/compare.py gpu --np "$np" --reps "${GPU_CHECK_COMPARE_REPS:-2}" \
+      --collectives "${GPU_CHECK_COMPARE_COLLECTIVES:-all_reduce,reduce_scatter,all_gather}" \
+      >"$log/compare_$np.txt" 2>&1 || { tail -20 "$log/compare_$np.txt"; status=1; }
   done
   {
     echo "## Side by side with NCCL and Gloo"

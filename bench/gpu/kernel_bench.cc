@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
 
-  auto reduceCopy = [&](strataDataType_t dtype, int nsrc, int ndst, size_t count) {
+  // unbounded: the 16-bit sum as built before its register bound (cuda_kernels.h).
+  auto reduceCopy = [&](strataDataType_t dtype, int nsrc, int ndst, size_t count, bool unbounded = false) {
     return [=](cudaStream_t s) {
       strata::cuda::ReduceCopyArgs args;
       args.src[0] = a;
@@ -75,7 +76,8 @@ int main(int argc, char** argv) {
       args.nsrc = nsrc;
       args.ndst = ndst;
       args.count = count;
-      const std::string error = strata::cuda::enqueueReduceCopy(args, dtype, strataSum, s);
+      const std::string error = unbounded ? strata::cuda::enqueueReduceCopyUnboundedRegisters(args, dtype, s)
+                                          : strata::cuda::enqueueReduceCopy(args, dtype, strataSum, s);
       if (!error.empty()) {
         std::fprintf(stderr, "strata-gpu-kernels: %s\n", error.c_str());
         std::exit(1);
@@ -90,6 +92,10 @@ int main(int argc, char** argv) {
       {"strata reduce float32 (2 sources, 1 destination)", 3 * S, reduceCopy(strataFloat32, 2, 1, bytes / 4)},
       {"strata reduce bfloat16 (2 sources, 1 destination)", 3 * S, reduceCopy(strataBfloat16, 2, 1, bytes / 2)},
       {"strata reduce float16 (2 sources, 1 destination)", 3 * S, reduceCopy(strataFloat16, 2, 1, bytes / 2)},
+      {"strata reduce bfloat16, registers unbounded (one block a multiprocessor)", 3 * S,
+       reduceCopy(strataBfloat16, 2, 1, bytes / 2, true)},
+      {"strata reduce float16, registers unbounded (one block a multiprocessor)", 3 * S,
+       reduceCopy(strataFloat16, 2, 1, bytes / 2, true)},
       {"strata reduce-and-copy float32 (2 sources, 2 destinations)", 4 * S,
        reduceCopy(strataFloat32, 2, 2, bytes / 4)},
   };

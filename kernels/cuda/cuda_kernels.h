@@ -56,6 +56,12 @@ std::string loadKernels();
 std::string enqueueReduceCopy(const ReduceCopyArgs& args, strataDataType_t dtype, strataRedOp_t op,
                               void* stream);
 
+// For strata-gpu-kernels: the float16 / bfloat16 sum as built before the
+// 16-bit kernels were bounded to two resident blocks a multiprocessor (one
+// block, registers unbounded), so that one run times the two side by side.
+std::string enqueueReduceCopyUnboundedRegisters(const ReduceCopyArgs& args, strataDataType_t dtype,
+                                                void* stream);
+
 // One piece of a multi-tensor copy: `bytes` from src to dst. firstChunk is
 // filled by planMultiCopy.
 struct CopySegment {

@@ -16,8 +16,18 @@ namespace {
 
 constexpr int kThreads = 512;
 
-template <class T, class Op>
-__global__ void __launch_bounds__(kThreads) reduceCopyKernel(ReduceCopyArgs args) {
+// Blocks a multiprocessor should hold at once, which caps the registers a
+// thread may use. The 16-bit kernels (convert to float32, combine, round back:
+// twice float32's work per 16-byte pack) take 86 registers a thread unbounded
+// (nvcc 13.0, sm_90), so one 512-thread block a multiprocessor; bounded to two
+// (64 registers, a 4-byte spill) their sum ran at 0.97 of the device copy's
+// bandwidth against 0.94 unbounded, on an H200 in one run (2026-11-28,
+// docs/benchmarks/gpu-check.md). float32's kernels run at 0.99 with one.
+template <class T>
+constexpr int kMinBlocksPerSm = sizeof(T) == 2 ? 2 : 1;
+
+template <class T, class Op, int MinBlocks = kMinBlocksPerSm<T>>
+__global__ void __launch_bounds__(kThreads, MinBlocks) reduceCopyKernel(ReduceCopyArgs args) {
   body::reduceCopyWorker<T, Op>(args, uint64_t(blockIdx.x) * blockDim.x + threadIdx.x,
                                 uint64_t(gridDim.x) * blockDim.x);
 }
@@ -76,10 +86,11 @@ int visibleDevices() {
   return n;
 }
 
-std::string enqueueReduceCopy(const ReduceCopyArgs& args, strataDataType_t dtype, strataRedOp_t op,
-                              void* stream) {
+namespace {
+
+std::string launchReduceCopy(KernelFn kernel, const ReduceCopyArgs& args, strataDataType_t dtype,
+                             strataRedOp_t op, void* stream) {
   if (std::string refused = checkReduceCopyArgs(args, dtype, op); !refused.empty()) return refused;
-  const KernelFn kernel = kernelFor(dtype, op);
   if (!kernel) return sentence("reduce-copy: invalid dtype %d or op %d", int(dtype), int(op));
   if (args.count == 0) return "";
   const size_t size = dtypeSize(dtype);
@@ -97,6 +108,22 @@ std::string enqueueReduceCopy(const ReduceCopyArgs& args, strataDataType_t dtype
     return sentence("reduce-copy: launching %u blocks for %llu %s elements failed: %s", blocks,
                     static_cast<unsigned long long>(args.count), dtypeName(dtype), cudaGetErrorString(error));
   return "";
+}
+
+}  // namespace
+
+std::string enqueueReduceCopy(const ReduceCopyArgs& args, strataDataType_t dtype, strataRedOp_t op,
+                              void* stream) {
+  return launchReduceCopy(kernelFor(dtype, op), args, dtype, op, stream);
+}
+
+std::string enqueueReduceCopyUnboundedRegisters(const ReduceCopyArgs& args, strataDataType_t dtype,
+                                                void* stream) {
+  KernelFn kernel = nullptr;
+  if (dtype == strataFloat16) kernel = reduceCopyKernel<ops::Half, ops::Sum, 1>;
+  if (dtype == strataBfloat16) kernel = reduceCopyKernel<ops::Bf16, ops::Sum, 1>;
+  if (!kernel) return sentence("reduce-copy: the unbounded-register variant is built for float16 and bfloat16 only");
+  return launchReduceCopy(kernel, args, dtype, strataSum, stream);
 }
 
 }  // namespace strata::cuda
