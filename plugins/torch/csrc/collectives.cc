@@ -171,7 +171,7 @@ c10::intrusive_ptr<Work> StrataBackend::allgather_into_tensor_coalesced(std::vec
                     " outputs for ", inputs.size(), " inputs");
   std::vector<OpSteps> ops;
   for (size_t i = 0; i < inputs.size(); ++i) ops.push_back(allGatherSteps(outputs[i], inputs[i]));
-  return submit(OpType::ALLGATHER_INTO_TENSOR_COALESCED, inputs, outputs, std::move(ops), callerWaits(opts, 0), call);
+  return submit(CoalescedOpTypes::kAllGather, inputs, outputs, std::move(ops), callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
@@ -343,7 +343,7 @@ c10::intrusive_ptr<Work> StrataBackend::reduce_scatter_tensor_coalesced(std::vec
   for (size_t i = 0; i < inputs.size(); ++i)
     ops.push_back(reduceScatterSteps(outputs[i], inputs[i],
                                      reductionOf(opts.reduceOp, inputs[i].scalar_type(), "reduce_scatter_tensor")));
-  return submit(OpType::REDUCE_SCATTER_TENSOR_COALESCED, inputs, outputs, std::move(ops), callerWaits(opts, 0), call);
+  return submit(CoalescedOpTypes::kReduceScatter, inputs, outputs, std::move(ops), callerWaits(opts, 0), call);
 }
 
 c10::intrusive_ptr<Work> StrataBackend::alltoall_base(at::Tensor& output, at::Tensor& input,

@@ -41,18 +41,18 @@ namespace {
 // all-reduce and all-gather are recorded as the plain ones, as gloo does).
 const char* operationName(c10d::OpType type) {
   using c10d::OpType;
+  if (CoalescedOpTypes::kOwn && type == CoalescedOpTypes::kAllGather) return "all_gather_into_tensor_coalesced";
+  if (CoalescedOpTypes::kOwn && type == CoalescedOpTypes::kReduceScatter) return "reduce_scatter_tensor_coalesced";
   switch (type) {
     case OpType::BROADCAST: return "broadcast";
     case OpType::ALLREDUCE: case OpType::ALLREDUCE_COALESCED: return "all_reduce";
     case OpType::REDUCE: return "reduce";
     case OpType::ALLGATHER: case OpType::ALLGATHER_COALESCED: return "all_gather";
     case OpType::_ALLGATHER_BASE: return "all_gather_into_tensor";
-    case OpType::ALLGATHER_INTO_TENSOR_COALESCED: return "all_gather_into_tensor_coalesced";
     case OpType::GATHER: return "gather";
     case OpType::SCATTER: return "scatter";
     case OpType::REDUCE_SCATTER: return "reduce_scatter";
     case OpType::_REDUCE_SCATTER_BASE: return "reduce_scatter_tensor";
-    case OpType::REDUCE_SCATTER_TENSOR_COALESCED: return "reduce_scatter_tensor_coalesced";
     case OpType::ALLTOALL_BASE: case OpType::ALLTOALL: return "all_to_all";
     case OpType::SEND: return "send";
     case OpType::RECV: return "recv";

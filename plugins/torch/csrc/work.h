@@ -19,9 +19,27 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace strata_torch {
+
+// The OpType of the coalesced all_gather_into_tensor and reduce_scatter_tensor:
+// newer torch has one for each (2.15 does), older torch (2.11) none, and such
+// a call is then typed COALESCED.
+template <class E, class = void>
+struct TensorCoalescedTypes {
+  static constexpr bool kOwn = false;
+  static constexpr E kAllGather = E::COALESCED, kReduceScatter = E::COALESCED;
+};
+template <class E>
+struct TensorCoalescedTypes<E, std::void_t<decltype(E::ALLGATHER_INTO_TENSOR_COALESCED),
+                                           decltype(E::REDUCE_SCATTER_TENSOR_COALESCED)>> {
+  static constexpr bool kOwn = true;
+  static constexpr E kAllGather = E::ALLGATHER_INTO_TENSOR_COALESCED;
+  static constexpr E kReduceScatter = E::REDUCE_SCATTER_TENSOR_COALESCED;
+};
+using CoalescedOpTypes = TensorCoalescedTypes<c10d::OpType>;
 
 // One operation in three parts: packing before the strata calls, the calls
 // themselves (a coalesced batch issues all of its calls inside one
