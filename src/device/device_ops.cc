@@ -94,6 +94,17 @@ void enqueueDeviceRequest(Request& r) {
   if (c.failed()) c.throwFailed();
   if (r.count == 0) return;
   DeviceQueue& q = queueFor(c, r, collName(r.coll));
+  // One rank: every collective's result is its input (Avg divides by 1), so
+  // the call is one device-to-device copy on the stream, or nothing in place,
+  // as NCCL's; nothing goes through the host.
+  if (c.nranks() == 1 && r.coll != Coll::kSend && r.coll != Coll::kRecv) {
+    if (r.send && r.recv && r.send != r.recv) {
+      DeviceScope on(q.device());
+      const size_t bytes = r.count * dtypeSize(r.dtype);
+      enqueueCopy(RowCopy{r.recv, r.send, bytes, 1, bytes, bytes}, r.stream);
+    }
+    return;
+  }
   // Over IPC a piece is staged in this rank's device slot, which the other
   // ranks read and write; otherwise in pinned host memory, where the host
   // collective runs.

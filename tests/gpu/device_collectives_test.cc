@@ -143,7 +143,8 @@ TEST_P(DeviceCollectives, EveryCaseMatchesTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedGpu, DeviceCollectives,
-                         ::testing::Values(DeviceScenario{2, "8388608", "1", "2ranks_ipc"},
+                         ::testing::Values(DeviceScenario{1, "65536", "1", "1rank"},
+                                           DeviceScenario{2, "8388608", "1", "2ranks_ipc"},
                                            DeviceScenario{3, "65536", "1", "3ranks_ipc_small_slots"},
                                            DeviceScenario{4, "65536", "1", "4ranks_ipc_small_slots"},
                                            DeviceScenario{2, "8388608", "0", "2ranks_host_staging"},
