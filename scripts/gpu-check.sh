@@ -71,7 +71,7 @@ step "build (build-gpu/)"
 cmake -S . -B build-gpu "${cmake_args[@]}" >"$log/configure.txt" 2>&1 || { tail -40 "$log/configure.txt"; exit 1; }
 # Only what the parts use: the GPU tests, the two benchmarks and libstrata.so.
 cmake --build build-gpu --parallel "$(nproc)" --target strata gpu_tests gpu_multiproc_tests strata-perf \
-  strata-gpu-kernels >"$log/build.txt" 2>&1 || { tail -40 "$log/build.txt"; exit 1; }
+  strata-gpu-kernels strata-gpu-staging >"$log/build.txt" 2>&1 || { tail -40 "$log/build.txt"; exit 1; }
 
 status=0
 machine="$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1); $(nproc) CPU cores; $(nvcc --version | tail -1 | sed 's/^Build //')"
@@ -139,6 +139,8 @@ run_tests() {
 run_bench() {
   step "kernel benchmark (strata-gpu-kernels)"
   build-gpu/bench/strata-gpu-kernels -s 256 -r 20 -J "$log/kernels.json" >"$log/kernels.md" || status=1
+  step "host staging's hand-overs (strata-gpu-staging)"
+  timeout 60 build-gpu/bench/strata-gpu-staging -n 500 >"$log/staging.md" || status=1
   step "device-buffer collectives (strata-perf -G 1)"
   local np coll f
   # Each run bounded (a hang costs two minutes, not the lease) and its output
@@ -170,6 +172,10 @@ run_bench() {
     echo
     echo "Target (issue 6): the reduction (two inputs, one output, float32 and bfloat16, 256 MiB) at >= 90% of"
     echo "the device-to-device copy's bandwidth, both counting bytes read and written."
+    echo
+    echo "### Host staging's hand-overs (\`build-gpu/bench/strata-gpu-staging -n 500\`)"
+    echo
+    cat "$log/staging.md"
     echo
     echo "### Device-buffer collectives (\`strata-perf COLL -np N -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1\`)"
     echo
