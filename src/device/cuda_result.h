@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <thread>
 
@@ -17,21 +18,37 @@ inline void cudaOk(const std::string& result) {
   if (!result.empty()) fail(strataSystemError, "%s", result.c_str());
 }
 
-// Whether the work recorded before `event` finished within `timeoutMs`
-// (polled: yielding for the first 200 us, as GPU work in a step is usually
-// short, then sleeping 50 us between looks). Memory a stream may still copy
-// from is freed only then; a cuda_ipc step waits for its kernels this way so
-// that a GPU that never runs them is a timeout, not a hang.
-inline bool eventDoneWithin(void* event, int timeoutMs) {
-  const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + std::chrono::milliseconds(timeoutMs);
-  bool done = false;
-  while (cuda::queryEvent(event, &done).empty() && !done) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) break;
-    if (now - start < std::chrono::microseconds(200)) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(50));
+// How the device path's host threads wait for the GPU: yielding for the
+// first kSpinUs of a wait, then napping 50 us between looks, so an idle queue
+// costs no core. The spin is as long as the host waiter's (exec/waiter.cc):
+// a nap can last far longer than asked on some machines. On the H200's VM
+// (2026-11-28) the device steps' times came in whole 4 ms ticks with a 200 us
+// spin (docs/benchmarks/gpu-check.md; strata-gpu-staging times a nap there).
+class GpuPoll {
+ public:
+  static constexpr int64_t kSpinUs = 2000;
+  void pause() {
+    if (std::chrono::steady_clock::now() - start_ < std::chrono::microseconds(kSpinUs))
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+  bool pastMs(int ms) const {
+    return std::chrono::steady_clock::now() - start_ >= std::chrono::milliseconds(ms);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// Whether the work recorded before `event` finished within `timeoutMs`
+// (polled as GpuPoll says). Memory a stream may still copy from is freed only
+// then; a cuda_ipc step waits for its kernels this way so that a GPU that
+// never runs them is a timeout, not a hang.
+inline bool eventDoneWithin(void* event, int timeoutMs) {
+  GpuPoll poll;
+  bool done = false;
+  while (cuda::queryEvent(event, &done).empty() && !done && !poll.pastMs(timeoutMs)) poll.pause();
   return done;
 }
 

@@ -171,11 +171,11 @@ void DeviceQueue::giveEvent(void* event) {
   freeEvents_.push_back(event);
 }
 
-// Polls the ready event: spinning first (a step's copies in are usually done
-// or nearly so), then sleeping, so an idle GPU stream costs no core. Gives up
-// when the communicator fails (its steps are skipped).
+// Polls the ready event (as GpuPoll says: a step's copies in are usually
+// done or nearly so). Gives up when the communicator fails (its steps are
+// skipped).
 bool DeviceQueue::waitReady(void* event) {
-  auto start = std::chrono::steady_clock::now();
+  GpuPoll poll;
   while (true) {
     bool done = false;
     std::string e = cuda::queryEvent(event, &done);
@@ -189,10 +189,7 @@ bool DeviceQueue::waitReady(void* event) {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_) return false;
     }
-    if (std::chrono::steady_clock::now() - start < std::chrono::microseconds(200))
-      std::this_thread::yield();
-    else
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    poll.pause();
   }
 }
 
