@@ -24,7 +24,10 @@
 #          (GPU_CHECK_COMPARE_NP="1" runs the first alone; GPU_CHECK_COMPARE_REPS
 #          and GPU_CHECK_COMPARE_COLLECTIVES shorten it for a short lease).
 # Each part replaces its own section of the report, docs/benchmarks/gpu-check.md (or
-# $STRATA_GPU_REPORT), so parts run in separate calls add up to one report.
+# $STRATA_GPU_REPORT), so parts run in separate calls add up to one report. A
+# part rewrites its section after each of its steps, and a part stopped by a
+# time limit (SIGTERM: the device tool's, or `timeout`) leaves its section
+# with what it had done, marked as cut short.
 # With the device tool's $OUT set, the report, logs.tgz (every step's output)
 # and reports.tgz (docs/benchmarks/gpu*) are left there.
 # Exit 77 when no GPU is visible.
@@ -56,7 +59,11 @@ fi
 log=$(mktemp -d)
 # On any exit (a part's failure, or the device tool's time limit), bring back
 # what there is: the report so far and every step's log.
+part_now=""  # the part running, whose section the trap writes from what it has if time runs out
 bring_back() {
+  if [ -n "$part_now" ] && declare -F "report_$part_now" >/dev/null; then
+    cut_short=1 "report_$part_now" 2>/dev/null || true
+  fi
   if [ -n "${OUT:-}" ]; then  # the device tool brings back few files: the report, then two archives
     cp "$report" "$OUT/gpu-check.md" 2>/dev/null || true
     tar czf "$OUT/logs.tgz" -C "$log" . 2>/dev/null || true
@@ -100,6 +107,7 @@ run_tests() {
     echo "gpu-check: GPU tests were skipped on a machine with a GPU" >&2
     status=1
   fi
+  report_tests
   step "compute-sanitizer memcheck and racecheck"
   local sanitizer subset c tool
   sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
@@ -116,22 +124,44 @@ run_tests() {
     "$sanitizer" --tool "$tool" --error-exitcode 3 build-gpu/tests/gpu_tests --gtest_filter="$subset" \
       >"$log/$tool.txt" 2>&1 || status=1
     tail -3 "$log/$tool.txt" >&2
+    report_tests
+  done
+}
+
+# The note a section gets when its part's time ran out (the trap writes it).
+cut_short_note() {
+  if [ -n "${cut_short:-}" ]; then
+    echo
+    echo "**Cut short:** this part's time ran out after $SECONDS s; what follows is what it had done."
+  fi
+}
+
+report_tests() {
+  local subset tool
+  subset='CudaKernelStream.*:CudaMultiCopy.*'
+  for c in float32_sum bfloat16_avg float16_max int8_prod uint64_min; do
+    subset+=":AllDtypesAndOps/CudaKernelTest.EveryCaseMatchesTheReference/$c"
   done
   {
     echo "## GPU tests"
+    cut_short_note
     echo
     echo "$(date -u +%Y-%m-%d), $machine."
     echo
     echo "\`ctest --test-dir build-gpu -L gpu\`:"
     echo
     echo '```'
-    grep -m 30 -E "tests passed|tests failed|\(Failed\)|\(Skipped\)|Total Test time" "$log/ctest.txt" || true
+    grep -m 30 -E "tests passed|tests failed|\(Failed\)|\(Skipped\)|\(Timeout\)|Total Test time" "$log/ctest.txt" 2>/dev/null || true
     echo '```'
     echo
     echo "compute-sanitizer (\`--gtest_filter=$subset\`):"
     echo
     for tool in memcheck racecheck; do
-      echo "- $tool: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|not found" "$log/$tool.txt" | tail -n 1 || true)"
+      if [ -f "$log/$tool.txt" ]; then
+        echo "- $tool: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|not found" "$log/$tool.txt" | tail -n 1 || true)"
+      else
+        echo "- $tool: did not run"
+      fi
     done
   } | section tests
 }
@@ -141,8 +171,9 @@ run_bench() {
   build-gpu/bench/strata-gpu-kernels -s 256 -r 20 -J "$log/kernels.json" >"$log/kernels.md" || status=1
   step "host staging's hand-overs (strata-gpu-staging)"
   timeout 60 build-gpu/bench/strata-gpu-staging -n 500 >"$log/staging.md" || status=1
+  report_bench
   step "device-buffer collectives (strata-perf -G 1)"
-  local np coll f
+  local np coll
   # Each run bounded (a hang costs two minutes, not the lease) and its output
   # line-buffered, so that what it printed before a kill is kept.
   # GPU_CHECK_PERF_SECONDS and STRATA_TIMEOUT_MS shorten both for a short lease.
@@ -154,28 +185,38 @@ run_bench() {
     for coll in all_reduce reduce_scatter all_gather; do
       STRATA_CUDA_IPC=1 run_perf "$coll" -np "$np" -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1 \
         >"$log/perf_${coll}_${np}_ipc.txt" 2>&1 || status=1
+      report_bench
     done
     STRATA_CUDA_IPC=0 run_perf all_reduce -np "$np" -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1 \
       >"$log/perf_all_reduce_${np}_host_staging.txt" 2>&1 || status=1
+    report_bench
+    [ "$np" = 2 ] || continue
+    # The staged path's wait for the host, the driver's stream wait against a polling kernel.
+    STRATA_CUDA_IPC=0 STRATA_DEVICE_WAIT_KERNEL=1 run_perf all_reduce -np 2 -G 1 -b 8 -e 1M -f 4 -n 10 -w 3 -c 1 \
+      >"$log/perf_all_reduce_2_host_staging_wait_kernel.txt" 2>&1 || status=1
+    report_bench
   done
-  # The staged path's wait for the host, the driver's stream wait against a polling kernel.
-  STRATA_CUDA_IPC=0 STRATA_DEVICE_WAIT_KERNEL=1 run_perf all_reduce -np 2 -G 1 -b 8 -e 1M -f 4 -n 10 -w 3 -c 1 \
-    >"$log/perf_all_reduce_2_host_staging_wait_kernel.txt" 2>&1 || status=1
+}
+
+# The bench section from the logs there are so far.
+report_bench() {
+  local f
   {
     echo "## Benchmarks"
+    cut_short_note
     echo
     echo "$(date -u +%Y-%m-%d), $machine."
     echo
     echo "### Reduction kernel vs the device's own copy (\`build-gpu/bench/strata-gpu-kernels -s 256 -r 20\`)"
     echo
-    cat "$log/kernels.md"
+    cat "$log/kernels.md" 2>/dev/null || echo "(did not run)"
     echo
     echo "Target (issue 6): the reduction (two inputs, one output, float32 and bfloat16, 256 MiB) at >= 90% of"
     echo "the device-to-device copy's bandwidth, both counting bytes read and written."
     echo
     echo "### Host staging's hand-overs (\`build-gpu/bench/strata-gpu-staging -n 500\`)"
     echo
-    cat "$log/staging.md"
+    cat "$log/staging.md" 2>/dev/null || echo "(did not run)"
     echo
     echo "### Device-buffer collectives (\`strata-perf COLL -np N -G 1 -b 8 -e 256M -f 4 -n 10 -w 3 -c 1\`)"
     echo
@@ -188,6 +229,7 @@ run_bench() {
     echo "Target (issue 6): all_reduce at 256 MiB over cuda_ipc >= 5x the busbw of torch's gloo on CUDA"
     echo "tensors (the compare part below), 8 B latency <= 30 us."
     for f in "$log"/perf_*.txt; do
+      [ -f "$f" ] || continue
       echo
       echo "$(basename "$f" .txt):"
       echo
@@ -201,25 +243,45 @@ run_bench() {
 run_torch() {
   step "strata_torch against this machine's torch, and its CUDA tests (pytest -k cuda)"
   local python=${PYTHON:-python3}
+  torch_version=$("$python" -c 'import torch; print(torch.__version__)')
   STRATA_BUILD_DIR=build-gpu MAX_JOBS=$(nproc) "$python" -m pip install -q --no-build-isolation --no-deps \
-    --disable-pip-version-check ./plugins/torch >"$log/torch_build.txt" 2>&1 || { tail -30 "$log/torch_build.txt"; status=1; return; }
-  (cd plugins/torch/tests && "$python" -m pytest test_backend.py -k cuda -rs -q -p no:cacheprovider) \
+    --disable-pip-version-check ./plugins/torch >"$log/torch_build.txt" 2>&1 || {
+    tail -30 "$log/torch_build.txt"
+    status=1
+    report_torch
+    return
+  }
+  # -v: a line per test as it ends, so a run cut short still says which passed.
+  (cd plugins/torch/tests && "$python" -m pytest test_backend.py -k cuda -rs -v -p no:cacheprovider) \
     >"$log/torch_tests.txt" 2>&1 || status=1
   tail -5 "$log/torch_tests.txt" >&2
   if grep -qi "skipped" "$log/torch_tests.txt"; then
     echo "gpu-check: strata_torch CUDA tests were skipped on a machine with a GPU" >&2
     status=1
   fi
+  report_torch
+}
+
+report_torch() {
   {
     echo "## strata_torch on CUDA tensors"
+    cut_short_note
     echo
-    echo "$(date -u +%Y-%m-%d), $machine; torch $("$python" -c 'import torch; print(torch.__version__)')."
+    echo "$(date -u +%Y-%m-%d), $machine; torch ${torch_version:-?}."
     echo
-    echo "\`pytest plugins/torch/tests/test_backend.py -k cuda\`:"
-    echo
-    echo '```'
-    grep -E "passed|failed|error|PASSED|FAILED|SKIPPED" "$log/torch_tests.txt" | tail -20 || true
-    echo '```'
+    if grep -q "error" "$log/torch_build.txt" 2>/dev/null; then
+      echo "The plugin did not build (\`pip install ./plugins/torch\`):"
+      echo
+      echo '```'
+      grep -m 10 "error" "$log/torch_build.txt" || true
+      echo '```'
+    else
+      echo "\`pytest plugins/torch/tests/test_backend.py -k cuda -v\`:"
+      echo
+      echo '```'
+      grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed" "$log/torch_tests.txt" 2>/dev/null | tail -20 || true
+      echo '```'
+    fi
   } | section torch
 }
 
@@ -238,6 +300,11 @@ run_compare() {
   } | section compare
 }
 
-for part in "${parts[@]}"; do "run_$part"; step "$part done (status so far $status)"; done
+for part in "${parts[@]}"; do
+  part_now=$part
+  "run_$part"
+  part_now=""
+  step "$part done (status so far $status)"
+done
 step "report: $report (status $status)"
 exit $status
