@@ -82,6 +82,20 @@ bool ipcCanCarry(const Comm& c, const Request& r) {
   return r.coll == Coll::kAllReduce && t.uniform();
 }
 
+// On a communicator of one rank every collective's result is its input (Avg
+// divides by 1): it is one device-to-device copy on the stream, or nothing in
+// place, as NCCL's, and nothing goes through the host. Sends and receives
+// (to itself) are left to the caller: returns whether `r` was a collective.
+bool copiedOnOneRank(const Request& r, int device) {
+  if (r.coll == Coll::kSend || r.coll == Coll::kRecv) return false;
+  if (r.send && r.recv && r.send != r.recv && r.count) {
+    DeviceScope on(device);
+    const size_t bytes = r.count * dtypeSize(r.dtype);
+    enqueueCopy(RowCopy{r.recv, r.send, bytes, 1, bytes, bytes}, r.stream);
+  }
+  return true;
+}
+
 void runHostPiece(Request& host) {
   if (host.coll == Coll::kSend || host.coll == Coll::kRecv) runP2P(*host.comm, {host});
   else runCollective(host);
@@ -94,17 +108,7 @@ void enqueueDeviceRequest(Request& r) {
   if (c.failed()) c.throwFailed();
   if (r.count == 0) return;
   DeviceQueue& q = queueFor(c, r, collName(r.coll));
-  // One rank: every collective's result is its input (Avg divides by 1), so
-  // the call is one device-to-device copy on the stream, or nothing in place,
-  // as NCCL's; nothing goes through the host.
-  if (c.nranks() == 1 && r.coll != Coll::kSend && r.coll != Coll::kRecv) {
-    if (r.send && r.recv && r.send != r.recv) {
-      DeviceScope on(q.device());
-      const size_t bytes = r.count * dtypeSize(r.dtype);
-      enqueueCopy(RowCopy{r.recv, r.send, bytes, 1, bytes, bytes}, r.stream);
-    }
-    return;
-  }
+  if (c.nranks() == 1 && copiedOnOneRank(r, q.device())) return;
   // Over IPC a piece is staged in this rank's device slot, which the other
   // ranks read and write; otherwise in pinned host memory, where the host
   // collective runs.
@@ -161,6 +165,11 @@ void enqueueDeviceGroup(Comm& c, std::vector<Request>& p2p, std::vector<Request>
       fail(strataInvalidUsage, "strataGroupEnd: the group's device operations on one communicator use "
            "different streams; give them one stream");
   DeviceQueue& q = queueFor(c, *all[0], "strataGroupEnd");
+  if (c.nranks() == 1) {  // the collectives are copies; sends and receives to itself are staged below
+    all.erase(std::remove_if(all.begin(), all.end(), [&](Request* r) { return copiedOnOneRank(*r, q.device()); }),
+              all.end());
+    if (all.empty()) return;
+  }
   const WorldPlace at{c.nranks(), c.rank()};
   // Each request's area starts 64-byte aligned, so the multi-copy kernel's
   // 16-byte accesses line up with the user's (allocator-aligned) buffers.

@@ -231,11 +231,11 @@ TEST(DeviceStreams, TheCallReturnsAtOnceAndLaterWorkOnTheStreamSeesTheResult) {
 
 // A group of device operations (all-reduces of three sizes and dtypes, an
 // all-gather, a ring of sends and receives) is one step; then a host
-// all-reduce on the same communicator runs after it.
-TEST(DeviceStreams, AGroupAndAHostCallAfterItAreRightAndInOrder) {
-  SKIP_WITHOUT_GPU();
+// all-reduce on the same communicator runs after it. On one rank the
+// collectives are copies on the stream and the send and receive go to itself.
+static void groupAndAHostCallAfterIt(int nranks) {
   test::RankSpec spec;
-  spec.nranks = 3;
+  spec.nranks = nranks;
   auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
     int problems = 0;
     RANK_CUDA(cudaSetDevice(0));
@@ -298,6 +298,16 @@ TEST(DeviceStreams, AGroupAndAHostCallAfterItAreRightAndInOrder) {
     return problems;
   });
   EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+}
+
+TEST(DeviceStreams, AGroupAndAHostCallAfterItAreRightAndInOrder) {
+  SKIP_WITHOUT_GPU();
+  groupAndAHostCallAfterIt(3);
+}
+
+TEST(DeviceStreams, AGroupOnOneRankIsRightAndInOrder) {
+  SKIP_WITHOUT_GPU();
+  groupAndAHostCallAfterIt(1);
 }
 
 // A group of 1000 small all-reduces (1 to 300 float32 each, at odd offsets
