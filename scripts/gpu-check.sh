@@ -88,6 +88,12 @@ section() {
   python3 scripts/report_section.py "$report" "$1" "# GPU checks and benchmarks (scripts/gpu-check.sh)"
 }
 
+# The kernel tests compute-sanitizer runs: the stream and multi-copy tests and five kernel cases.
+subset='CudaKernelStream.*:CudaMultiCopy.*'
+for c in float32_sum bfloat16_avg float16_max int8_prod uint64_min; do
+  subset+=":AllDtypesAndOps/CudaKernelTest.EveryCaseMatchesTheReference/$c"
+done
+
 run_tests() {
   step "GPU tier (ctest -L gpu)"
   # The kernel tests (one process each) side by side; the multi-process ones,
@@ -109,12 +115,8 @@ run_tests() {
   fi
   report_tests
   step "compute-sanitizer memcheck and racecheck"
-  local sanitizer subset c tool
+  local sanitizer tool
   sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
-  subset='CudaKernelStream.*:CudaMultiCopy.*'
-  for c in float32_sum bfloat16_avg float16_max int8_prod uint64_min; do
-    subset+=":AllDtypesAndOps/CudaKernelTest.EveryCaseMatchesTheReference/$c"
-  done
   for tool in memcheck racecheck; do
     if [ -z "$sanitizer" ]; then
       echo "compute-sanitizer not found" >"$log/$tool.txt"
@@ -124,8 +126,8 @@ run_tests() {
     "$sanitizer" --tool "$tool" --error-exitcode 3 build-gpu/tests/gpu_tests --gtest_filter="$subset" \
       >"$log/$tool.txt" 2>&1 || status=1
     tail -3 "$log/$tool.txt" >&2
-    report_tests
   done
+  report_tests
 }
 
 # The note a section gets when its part's time ran out (the trap writes it).
@@ -137,11 +139,7 @@ cut_short_note() {
 }
 
 report_tests() {
-  local subset tool
-  subset='CudaKernelStream.*:CudaMultiCopy.*'
-  for c in float32_sum bfloat16_avg float16_max int8_prod uint64_min; do
-    subset+=":AllDtypesAndOps/CudaKernelTest.EveryCaseMatchesTheReference/$c"
-  done
+  local tool
   {
     echo "## GPU tests"
     cut_short_note
