@@ -9,6 +9,7 @@
 
 #include "bootstrap/socket.h"
 #include "exec/link_set.h"
+#include "exec/phase_wait.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "exec/waiter.h"
@@ -242,16 +243,7 @@ class PlanRunner {
   bool checkDesc(Channel& ch, const Flow& f, FlowState& st) {
     ConstSpan s = ch.peekRecv();
     if (s.size < kOpDescBytes) return false;
-    OpDesc theirs;
-    const OpDesc& mine = plan_.ops[f.op];
-    if (!decodeOpDesc(s.data, &theirs))
-      fail(strataMismatch, "rank %d expected %s from rank %d but received data that is not an "
-                           "operation header (rank %d is running a different operation)",
-           comm_.rank(), mine.describe().c_str(), f.peer, f.peer);
-    comm_.noteArrival(f.peer, theirs);
-    if (!descMatches(mine, theirs))
-      fail(strataMismatch, "mismatch: rank %d called %s but rank %d called %s",
-           comm_.rank(), mine.describe().c_str(), f.peer, theirs.describe().c_str());
+    checkPeerDescriptor(comm_, plan_.ops[f.op], f.peer, s.data);
     ch.consumeRecv(kOpDescBytes);
     st.descChecked = true;
     return true;
@@ -553,55 +545,11 @@ class PlanRunner {
     }
   }
 
-  // What this rank waits for in phase `ph`, and for each awaited peer whether
-  // it arrived in this operation (its descriptor or an ARRIVED frame came) or
-  // was last seen in an earlier one. `absenceIsKnown`: the wait lasted long
-  // enough for a peer inside the operation to announce itself, so one not
-  // seen in it never arrived; otherwise it has only not been heard from yet.
+  // What this rank waits for in phase `ph` (phase_wait.h).
   WaitState describeWait(const Phase& ph, bool absenceIsKnown = true) const {
-    const OpDesc* mine = plan_.ops.empty() ? nullptr : &plan_.ops[0];
-    WaitState w;
-    w.text = format("was in %s (%s) waiting for", mine ? mine->describe().c_str() : "?",
-                    plan_.algorithm.c_str());
-    bool allArrived = true, any = false;
-    std::string absent;
-    auto peerState = [&](int peer) {
-      const OpDesc* seen = comm_.lastSeen(peer);
-      bool collective = mine && mine->coll != Coll::kSend && mine->coll != Coll::kRecv;
-      bool arrived = collective && ((seen && seen->seq != 0 && seen->seq >= mine->seq) ||
-                                    comm_.channel(peer).announcedSeq() >= mine->seq);
-      any = true;
-      allArrived &= arrived;
-      if (arrived) return std::string(" (it is in this operation too)");
-      if (!mine || mine->coll == Coll::kSend || mine->coll == Coll::kRecv) return std::string();
-      // Neither its descriptor nor an ARRIVED frame (which a peer waiting in
-      // the operation sends after a quarter of the timeout) came.
-      std::string verdict = format(absenceIsKnown ? "rank %d never arrived" : "rank %d was not seen in it yet", peer);
-      if (absent.find(verdict) == std::string::npos)
-        absent += seen && seen->seq
-                      ? format("%s: the last operation seen from it was %s; ", verdict.c_str(), seen->describe().c_str())
-                      : format("%s: nothing was received from it yet; ", verdict.c_str());
-      return std::string();
-    };
-    for (uint32_t i = 0; i < ph.count; ++i) {
-      if (states_[i].finished) continue;
-      const Flow& f = plan_.flows[ph.first + i];
-      std::string progress = format(" (%zu of %zu bytes done)", states_[i].done, f.bytes);
-      if (f.kind == FlowKind::kRecv)
-        w.text += format(" data from rank %d%s%s;", f.peer, progress.c_str(), peerState(f.peer).c_str());
-      int out = f.kind == FlowKind::kSend ? f.peer : f.forwardPeer;
-      if (out >= 0)
-        w.text += format(" rank %d to take data%s%s;", out, progress.c_str(), peerState(out).c_str());
-    }
-    w.peersArrived = any && allArrived;
-    if (!w.text.empty() && w.text.back() == ';') w.text.pop_back();
-    if (!absent.empty()) {
-      absent.resize(absent.size() - 2);
-      w.text += "; " + absent;
-    } else if (!w.peersArrived) {
-      w.text += " (that rank never called it, or is stuck)";
-    }
-    return w;
+    return describePhaseWait(comm_, plan_, ph, [&](uint32_t i) {
+      return FlowProgress{states_[i].finished, states_[i].done};
+    }, absenceIsKnown);
   }
 
   LinkSet& comm_;
