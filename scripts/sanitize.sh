@@ -31,6 +31,7 @@ multiproc='Collectives.*/(shm_3ranks|tcp_3ranks_2sockets|ofi_3ranks_tcp|ucx_3ran
 multiproc+='|KilledRank.*/(shm_3|tcp_4|ofi_3_tcp|ucx_3_tcp)( |$)|GroupFusion.*/shm_3ranks( |$)|FusionContextTest.*/3ranks( |$)'
 multiproc+='|^Forced/TopoFileAlgorithms\..*/(hier|hier_tree|hier_halving_shm|log_flat_shm_3nodes|hier_ring_tcp_3nodes|auto_tcp_3nodes)( |$)'
 multiproc+='|^Sizes/RingShift\.|^Placements/MappedMemory.*/3ranks_cma_refused|^MappedMemory\.'
+multiproc+='|^TinyPath\.|^WorldSizes/TinyPath\..*/3ranks( |$)'
 multiproc+='|^(BadInput|Kinds/Mismatch|SilentRank|Strangers|P2P|FusionContext|GroupFusion|FlightRecorder'
 multiproc+='|Recovery|Stats|Trace|Barrier|RecvAnyErrors|Transports/RecvAny|Launchers/InitFromEnv|InitFromEnvErrors|TopoFileErrors)\.'
 if [ "$jobs" = all ] || [ "$jobs" = asan ]; then
@@ -45,11 +46,11 @@ fi
 if [ "$jobs" = all ] || [ "$jobs" = tsan ]; then
   clang_build build-tsan thread
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/sanitizers/tsan.supp
-  scripts/run_ctest.sh build-tsan -L unit -R 'Fusion|Plan|FlightRecorder'
+  scripts/run_ctest.sh build-tsan -L unit -R 'Fusion|Plan|FlightRecorder|Tiny'
   # SigusrDump's forked case is left out: TSan cannot start threads in a child
   # of a multi-threaded process (it dies saying so), which is that case.
   scripts/run_ctest.sh build-tsan -L multiproc \
-    -R '^(FusionContext|Recovery|Strangers|Stats)\.|^Parent/SigusrDump\..*/Fresh( |$)|FusionContextTest.*/3ranks( |$)|Collectives.*/shm_3ranks( |$)'
+    -R '^(FusionContext|Recovery|Strangers|Stats)\.|^TinyPath\.(Statistics|RanksOn)|^Parent/SigusrDump\..*/Fresh( |$)|FusionContextTest.*/3ranks( |$)|Collectives.*/shm_3ranks( |$)'
   scripts/run_ctest.sh build-tsan -L emulated \
     -R '^Device(Streams|Ipc)\.|/DeviceCollectives\..*/(2ranks_ipc|3ranks_ipc_small_slots|2ranks_host_staging)( |$)'
 fi

@@ -52,7 +52,7 @@ void encodeOpDesc(const OpDesc& d, uint8_t out[kOpDescBytes]) {
   std::memcpy(out + 8, &d.root, 4);
   std::memcpy(out + 12, &d.layout, 4);
   std::memcpy(out + 16, &d.count, 8);
-  std::memcpy(out + 24, &d.seq, 8);
+  std::memcpy(out + kOpDescSeqOffset, &d.seq, 8);
 }
 
 bool decodeOpDesc(const uint8_t in[kOpDescBytes], OpDesc* out) {
@@ -66,7 +66,7 @@ bool decodeOpDesc(const uint8_t in[kOpDescBytes], OpDesc* out) {
   std::memcpy(&out->root, in + 8, 4);
   std::memcpy(&out->layout, in + 12, 4);
   std::memcpy(&out->count, in + 16, 8);
-  std::memcpy(&out->seq, in + 24, 8);
+  std::memcpy(&out->seq, in + kOpDescSeqOffset, 8);
   return true;
 }
 

@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@
 namespace strata {
 
 class Topology;
+struct TinyPlan;
 
 // Bytes the executor handles per step of a flow: received, reduced and
 // forwarded as one piece, so a forward starts after the first fragment (the
@@ -164,6 +166,9 @@ struct OpDesc {
   std::string describe() const;
 };
 constexpr size_t kOpDescBytes = 32;
+// Where the encoded descriptor holds `seq` (8 bytes): the only field that
+// changes between repeated calls (exec/tiny_run.cc patches it).
+constexpr size_t kOpDescSeqOffset = 24;
 void encodeOpDesc(const OpDesc& d, uint8_t out[kOpDescBytes]);
 bool decodeOpDesc(const uint8_t in[kOpDescBytes], OpDesc* out);
 // Whether a descriptor received from `sender` matches what this rank posted.
@@ -213,6 +218,12 @@ struct Plan {
   size_t sendExtent = 0, recvExtent = 0;
   // Call once the flows are final: marks descriptors and lending, collects peers.
   void seal();
+
+  // The executor's compiled form of a plan whose flows are one packet each
+  // over shared memory (exec/tiny_run.h), made after the plan's first run
+  // (`tinyChecked`: tried; `tiny` stays empty where the plan is not tiny).
+  std::shared_ptr<TinyPlan> tiny;
+  bool tinyChecked = false;
 };
 
 // Inputs every algorithm needs.

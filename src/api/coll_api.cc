@@ -3,7 +3,6 @@
 #include "api/entry.h"
 #include "device/device_ops.h"
 #include "exec/any_source.h"
-#include "obs/op_clock.h"
 
 using namespace strata;
 
@@ -21,8 +20,7 @@ strataResult_t submit(const char* fn, strataComm_t handle, Request r, strataStre
            "strataFusionSynchronize first (or use another communicator)", fn);
     r.comm = comm;
     r.stream = stream;
-    r.calledTick = opclock::now();
-    validate(fn, r);
+    validate(fn, r);  // sets calledTick, but for a repeated call
     if (inGroup()) {
       r.calledTick = 0;  // runs later: its record starts then
       enqueue(r);

@@ -20,8 +20,14 @@ struct CommRegistry {
   std::unordered_set<Comm*> live;
   std::atomic<uint64_t> generation{1};
 };
-thread_local Comm* tlsLastComm = nullptr;
-thread_local uint64_t tlsLastGeneration = 0;
+// The handle this thread validated last, and the registry's generation then:
+// one thread-local object, so that the check costs one TLS lookup (a call
+// to __tls_get_addr in a shared library), not one per variable.
+struct LastValidated {
+  Comm* comm = nullptr;
+  uint64_t generation = 0;
+};
+thread_local LastValidated tlsLast;
 CommRegistry& registry() {
   static CommRegistry* r = new CommRegistry();  // outlives static destructors
   return *r;
@@ -53,12 +59,13 @@ Comm* liveComm(strataComm_t handle, const char* fn) {
   if (!handle) fail(strataInvalidArgument, "%s: the communicator is NULL", fn);
   Comm* c = reinterpret_cast<Comm*>(handle);
   uint64_t gen = registry().generation.load(std::memory_order_acquire);
-  if (c == tlsLastComm && gen == tlsLastGeneration) return c;
+  LastValidated& last = tlsLast;
+  if (c == last.comm && gen == last.generation) return c;
   std::lock_guard<std::mutex> lock(registry().mu);
-  tlsLastComm = nullptr;
+  last.comm = nullptr;
   if (registry().live.count(c)) {
-    tlsLastComm = c;
-    tlsLastGeneration = registry().generation.load();
+    last.comm = c;
+    last.generation = registry().generation.load();
   } else
     fail(strataInvalidArgument, "%s: %p is not a live communicator (destroyed, aborted, or never created)",
          fn, static_cast<void*>(handle));

@@ -101,6 +101,7 @@ Config readConfig() {
   c.interLink = envString("STRATA_INTER_LINK");
   c.linkProbe = envInt("STRATA_LINK_PROBE", 1) != 0;
   c.chunkBytes = size_t(envInt("STRATA_CHUNK_BYTES", (long long)c.chunkBytes));
+  c.tinyPath = envInt("STRATA_TINY_PATH", 1) != 0;
   c.shmSlotBytes = size_t(envInt("STRATA_SHM_SLOT_BYTES", (long long)c.shmSlotBytes));
   c.shmSlots = int(envInt("STRATA_SHM_SLOTS", c.shmSlots));
   c.shmSingleCopy = envInt("STRATA_SHM_SINGLE_COPY", 1) != 0;
@@ -146,7 +147,7 @@ std::string Config::describe() const {
   return format(
       "STRATA_TIMEOUT_MS=%d STRATA_ALGO=%s STRATA_TRANSPORT=%s STRATA_HOSTID=%s "
       "STRATA_SOCKET_IFNAME=%s STRATA_COMM_ID=%s STRATA_TOPO_FILE=%s STRATA_INTRA_LINK=%s "
-      "STRATA_INTER_LINK=%s STRATA_LINK_PROBE=%d STRATA_CHUNK_BYTES=%zu "
+      "STRATA_INTER_LINK=%s STRATA_LINK_PROBE=%d STRATA_CHUNK_BYTES=%zu STRATA_TINY_PATH=%d "
       "STRATA_SHM_SLOT_BYTES=%zu STRATA_SHM_SLOTS=%d STRATA_SHM_SINGLE_COPY=%d "
       "STRATA_SHM_SINGLE_COPY_BYTES=%s STRATA_TCP_BUFFER_BYTES=%zu STRATA_TCP_SOCKETS=%d "
       "STRATA_FUSION_THRESHOLD=%zu STRATA_FUSION_CYCLE_US=%d STRATA_NET=%s STRATA_OFI_PROVIDER=%s "
@@ -159,7 +160,7 @@ std::string Config::describe() const {
       socketIfname.empty() ? "(any)" : socketIfname.c_str(),
       commId.empty() ? "(unset)" : commId.c_str(), topoFile.empty() ? "(detect)" : topoFile.c_str(),
       intraLink.empty() ? "(default)" : intraLink.c_str(), interLink.empty() ? "(probe)" : interLink.c_str(),
-      int(linkProbe), chunkBytes, shmSlotBytes, shmSlots, int(shmSingleCopy),
+      int(linkProbe), chunkBytes, int(tinyPath), shmSlotBytes, shmSlots, int(shmSingleCopy),
       shmSingleCopyBytes ? std::to_string(shmSingleCopyBytes).c_str() : "(measured)",
       tcpBufferBytes, tcpSockets, fusionThresholdBytes, fusionCycleUs,
       net.empty() ? "auto" : net.c_str(), ofiProvider.empty() ? "(preference)" : ofiProvider.c_str(),

@@ -39,6 +39,7 @@ struct Config {
   std::string interLink;           // STRATA_INTER_LINK: "alpha_us,GB/s" for a node's network link
   bool linkProbe = true;           // STRATA_LINK_PROBE: measure the network link at init (0: don't)
   size_t chunkBytes = 524288;      // STRATA_CHUNK_BYTES: pipeline slice per ring step
+  bool tinyPath = true;            // STRATA_TINY_PATH=0: one-packet plans run as any other (exec/tiny_run.h)
   size_t shmSlotBytes = 524288;    // STRATA_SHM_SLOT_BYTES
   int shmSlots = 8;                // STRATA_SHM_SLOTS
   // Single copy between ranks of one host (transports/shm/single_copy.h).

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <mutex>
 
-#include "obs/op_clock.h"
+#include <time.h>
 
 #ifdef STRATA_CUDA_EMULATED
 #include "kernels/cuda/emulated/emulated_device.h"
@@ -79,24 +79,31 @@ unsigned long long librariesLoaded() {
 // millisecond is still soon enough: a device pointer cannot exist earlier
 // than that after CUDA's library is loaded, since initialising the driver and
 // creating a context (which every allocation needs) take tens of
-// milliseconds on their own.
-constexpr uint64_t kLookAgainUs = 1000;
+// milliseconds on their own. The time is the kernel's coarse clock (a read
+// of the vDSO's page, no time-stamp counter), whose 1-4 ms ticks keep to that.
+constexpr uint64_t kLookAgainNs = 1000000;
+
+uint64_t coarseNowNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
 
 // The queries, looked up again while CUDA is absent whenever the process has
 // loaded another library since the last look, so that a process that loads
 // CUDA after its first host collective still has its device pointers
 // recognised, and one that never does pays no lookup per call.
-const CudaQueries& cudaQueries(uint64_t nowTicks) {
+const CudaQueries& cudaQueries() {
   static const CudaQueries none;
   static CudaQueries found;  // written once, before `present` is set
   static std::atomic<bool> present{false};
   static std::atomic<unsigned long long> loadedAtLastLook{~0ull};
-  static std::atomic<uint64_t> nextLookTick{0};
+  static std::atomic<uint64_t> nextLookNs{0};
   static std::mutex mu;
   if (present.load(std::memory_order_acquire)) return found;
-  if (nowTicks < nextLookTick.load(std::memory_order_relaxed)) return none;
-  static const uint64_t lookAgainTicks = uint64_t(opclock::ticksPerUs() * kLookAgainUs);
-  nextLookTick.store(nowTicks + lookAgainTicks, std::memory_order_relaxed);
+  const uint64_t now = coarseNowNs();
+  if (now < nextLookNs.load(std::memory_order_relaxed)) return none;
+  nextLookNs.store(now + kLookAgainNs, std::memory_order_relaxed);
   const unsigned long long loaded = librariesLoaded();
   if (loaded == loadedAtLastLook.load(std::memory_order_relaxed)) return none;
   std::lock_guard<std::mutex> lock(mu);
@@ -111,12 +118,11 @@ const CudaQueries& cudaQueries(uint64_t nowTicks) {
 
 }  // namespace
 
-bool deviceMemoryPossible(uint64_t nowTicks) {
+bool deviceMemoryPossible() {
 #ifdef STRATA_CUDA_EMULATED
-  (void)nowTicks;
   return true;
 #else
-  const CudaQueries& cuda = cudaQueries(nowTicks);
+  const CudaQueries& cuda = cudaQueries();
   return cuda.driver || cuda.runtime;
 #endif
 }
@@ -126,7 +132,7 @@ MemoryKind memoryKindOf(const void* ptr) {
 #ifdef STRATA_CUDA_EMULATED
   if (cuda::emulated::isDevice(ptr)) return MemoryKind::kDevice;
 #endif
-  const CudaQueries& cuda = cudaQueries(opclock::now());
+  const CudaQueries& cuda = cudaQueries();
   if (!cuda.driver && !cuda.runtime) return MemoryKind::kHost;
   if (cuda.driver) {
     unsigned type = 0;

@@ -16,8 +16,9 @@ MemoryKind memoryKindOf(const void* ptr);
 
 // Whether the process can hold device pointers at all (CUDA is loaded, or the
 // device is emulated): when not, a caller skips memoryKindOf for each buffer.
-// `nowTicks`: the operation clock (obs/op_clock.h) read by the caller, which
-// the call reuses (it looks for CUDA again at most once a millisecond).
-bool deviceMemoryPossible(uint64_t nowTicks);
+// It looks for CUDA again at most once a tick of the kernel's coarse clock
+// (1-4 ms), which it reads instead of a precise one (a memory load: repeated
+// calls take no precise clock reading, exec/tiny_run.h).
+bool deviceMemoryPossible();
 
 }  // namespace strata

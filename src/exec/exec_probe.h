@@ -22,7 +22,8 @@ constexpr bool kTracingBuilt = true;
 class LongWaitSink {
  public:
   virtual ~LongWaitSink() = default;
-  virtual void longWait(const std::string& whatItWaitsFor) = 0;
+  // `waitedUs`: how long the wait has lasted.
+  virtual void longWait(const std::string& whatItWaitsFor, int64_t waitedUs) = 0;
 };
 
 struct ExecProbe {

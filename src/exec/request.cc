@@ -8,6 +8,7 @@
 #include "algo/algorithms.h"
 #include "algo/plan_cache.h"
 #include "exec/executor.h"
+#include "exec/tiny_run.h"
 #include "obs/op_clock.h"
 
 namespace strata {
@@ -47,13 +48,17 @@ bool sameCall(const CallMemo& m, const Request& r) {
 void validate(const char* fn, Request& r) {
   CallMemo& memo = r.comm->lastValidCall;
   // Host memory stays host memory while no CUDA is loaded in the process.
-  const bool maybeDevice = deviceMemoryPossible(r.calledTick ? r.calledTick : opclock::now());
+  const bool maybeDevice = deviceMemoryPossible();
+  // A repeated call reads no clock here: it is timed where it runs (a tiny
+  // one only one call in kTinyTimedEvery, exec/tiny_run.h). Another is timed
+  // from now, its checks included.
   if (!maybeDevice && sameCall(memo, r)) {
     r.inPlace = memo.inPlace;
     r.onDevice = false;
     return;
   }
   memo.valid = false;
+  r.calledTick = opclock::now();
   validateFully(fn, r, maybeDevice);  // throws on bad input: nothing remembered
   if (!maybeDevice) memo = CallMemo{true, r.coll, r.send, r.recv, r.count, r.dtype, r.redop, r.root, r.inPlace};
 }
@@ -127,21 +132,30 @@ void validateFully(const char* fn, Request& r, bool maybeDevice) {
 
 namespace {
 
-// Runs a plan with the communicator's observer around it (flight recorder,
-// statistics, trace).
-void observedRun(Comm& c, const Plan& plan, const Buffers& bufs, bool p2p, uint64_t startTick = 0) {
+// Runs a plan (`execute(probe)`) with the communicator's observer around it
+// (flight recorder, statistics, trace); `publishAtStart`, `timeWeight`:
+// Observer::begin's.
+template <class Execute>
+void observedRun(Comm& c, const Plan& plan, bool p2p, uint64_t startTick, bool publishAtStart,
+                 uint32_t timeWeight, Execute&& execute) {
   Observer& obs = c.observer();
   ExecProbe probe;
   probe.tracing = obs.tracing();
   probe.longWaits = &obs;
-  uint64_t id = obs.begin(plan, p2p, startTick);
+  uint64_t id = obs.begin(plan, p2p, startTick, publishAtStart, timeWeight);
   try {
-    executePlan(c, plan, bufs, &probe);
+    execute(&probe);
   } catch (const std::exception& e) {
     obs.end(id, plan, probe, e.what());
     throw;
   }
   obs.end(id, plan, probe, nullptr);
+}
+
+// observedRun of the general executor.
+void observedExecute(Comm& c, const Plan& plan, const Buffers& bufs, bool p2p, uint64_t startTick = 0) {
+  observedRun(c, plan, p2p, startTick, true, 1,
+              [&](ExecProbe* probe) { executePlan(c, plan, bufs, probe); });
 }
 
 }  // namespace
@@ -189,7 +203,21 @@ void runCollective(Request& r, const FusedBuffers* fused) {
   plan->ops[0].seq = d.seq;
   plan->ops[0].fusedTensors = d.fusedTensors;
   plan->ops[0].layout = d.layout;
-  observedRun(c, *plan, bufs, false, r.calledTick);
+  // A plan of one packet per flow over shm runs compiled from its second
+  // call on (exec/tiny_run.h); traced calls keep the phase spans of the
+  // general executor.
+  const bool tinyAllowed = !fused && c.config().tinyPath && !c.observer().tracing();
+  if (tinyAllowed && plan->tiny) {
+    TinyPlan& tiny = *plan->tiny;
+    observedRun(c, *plan, false, r.calledTick, false, nextTinyTimeWeight(tiny, r.calledTick != 0),
+                [&](ExecProbe* probe) { runTinyPlan(c, tiny, *plan, bufs, probe); });
+    return;
+  }
+  observedExecute(c, *plan, bufs, false, r.calledTick);
+  if (tinyAllowed && !plan->tinyChecked) {
+    plan->tinyChecked = true;
+    plan->tiny = compileTinyPlan(c, *plan);
+  }
 }
 
 void runP2P(Comm& comm, const std::vector<Request>& reqs) {
@@ -208,7 +236,7 @@ void runP2P(Comm& comm, const std::vector<Request>& reqs) {
   }
   if (ops.empty()) return;
   Plan plan = buildP2PPlan(ops, comm.rank(), comm.nranks());
-  observedRun(comm, plan, Buffers{nullptr, nullptr, &ops}, true);
+  observedExecute(comm, plan, Buffers{nullptr, nullptr, &ops}, true);
 }
 
 void hostAllGather(Comm& comm, const uint64_t* mine, uint64_t* all, size_t count) {
@@ -243,7 +271,7 @@ void runTeamAllReduce(Comm& comm, const Team& team, void* buf, size_t count, str
   emitRingAllReduceInPlace(plan, team, at(Buf::kRecv, 0), count,
                            pipelineSliceBytes(comm.config().chunkBytes, comm.linkCapacity()), false);
   plan.seal();
-  observedRun(comm, plan, Buffers{buf, buf, nullptr}, false);
+  observedExecute(comm, plan, Buffers{buf, buf, nullptr}, false);
 }
 
 }  // namespace strata

@@ -26,9 +26,10 @@ struct Request {
   bool inPlace = false;
   bool onDevice = false;    // the buffers are CUDA device memory (src/device runs it)
   void* stream = nullptr;   // the cudaStream_t a device operation is ordered on
-  // The operation clock (obs/op_clock.h) when the C API was called, for a
-  // call run at once: its record starts there, and the device-memory check
-  // reuses the reading. 0: read the clock when needed (queued requests).
+  // The operation clock (obs/op_clock.h) when validate() began checking the
+  // call, for a call run at once: its record starts there. 0: read the clock
+  // when the call runs (queued requests; a repeat of the last call, whose
+  // checks are skipped, validate()).
   uint64_t calledTick = 0;
 };
 

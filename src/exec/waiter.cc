@@ -94,7 +94,7 @@ void Waiter::idle(const std::function<WaitState()>& describe) {
   // ARRIVED frames had time to come).
   if (probe_ && probe_->longWaits && idleUs >= announceAfterUs() + kAnnounceTravelUs + noteCount_ * 1000000) {
     ++noteCount_;
-    probe_->longWaits->longWait(describe().text);
+    probe_->longWaits->longWait(describe().text, idleUs);
   }
   if (now - lastPollUs_ >= kLivenessPeriodUs) {
     lastPollUs_ = now;

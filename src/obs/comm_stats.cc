@@ -8,7 +8,7 @@ namespace strata {
 void CommStats::add(const OpFacts& r, const Plan* plan, const std::atomic<uint8_t>* transportOf,
                     size_t nranks) {
   CollTotals& c = coll_[statCollOf(r)];
-  const uint64_t ticks = r.endTick - r.startTick;
+  const uint64_t ticks = r.timeWeight ? (r.endTick - r.startTick) * r.timeWeight : 0;
   c.lock.beginWrite();
   if (r.state == OpState::kFailed) {
     c.failed.add(1);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <string>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -129,10 +130,13 @@ std::string FlightRecorder::format(const std::string& header, const std::vector<
         r.p2p ? std::string("-")
               : strata::format("%s x %llu", dtypeName(r.desc.dtype), (unsigned long long)r.desc.count);
     int64_t end = r.state == OpState::kRunning ? nowSteadyUs : r.endUs;
-    s += strata::format("  %-28s %-22s %14llu %-20s %-8s %-15s %12lld %12lld  %s\n", r.name().c_str(),
+    // A tiny call between timed ones read no clock (OpFacts::timeWeight).
+    const bool timed = r.startTick != 0;
+    s += strata::format("  %-28s %-22s %14llu %-20s %-8s %-15s %12s %12lld  %s\n", r.name().c_str(),
                         shape.c_str(), (unsigned long long)r.bytes, r.algorithm, opStateName(r.state),
-                        wallClock(r.startUs + steadyToWallUs).c_str(), (long long)(end - r.startUs),
-                        (long long)r.waitUs, r.note.c_str());
+                        timed ? wallClock(r.startUs + steadyToWallUs).c_str() : "(not timed)",
+                        timed ? std::to_string(end - r.startUs).c_str() : "-", (long long)r.waitUs,
+                        r.note.c_str());
   }
   if (ops.empty()) s += "  (no operations yet)\n";
   return s;

@@ -37,9 +37,15 @@ class Observer : public LongWaitSink {
 
   // Around one operation, on the thread running it: `probe` is filled by
   // the executor in between. `startTick`: when the operation was called (0: now).
-  uint64_t begin(const Plan& plan, bool p2p, uint64_t startTick = 0);
+  // A tiny call (exec/tiny_run.h) passes `publishAtStart` false: the flight
+  // recorder gets the operation in one write when it ends, or when it has
+  // waited long (longWait), instead of one write at each end; and
+  // `timeWeight` (OpFacts): 0 reads no clock, more than 1 counts the call's
+  // time for that many calls in the statistics.
+  uint64_t begin(const Plan& plan, bool p2p, uint64_t startTick = 0, bool publishAtStart = true,
+                 uint32_t timeWeight = 1);
   void end(uint64_t id, const Plan& plan, const ExecProbe& probe, const char* error);
-  void longWait(const std::string& whatItWaitsFor) override;
+  void longWait(const std::string& whatItWaitsFor, int64_t waitedUs) override;
 
   // Any thread.
   void linkOpened(int peer, unsigned transport);
@@ -61,6 +67,7 @@ class Observer : public LongWaitSink {
   CommStats stats_;
   std::unique_ptr<std::atomic<uint8_t>[]> transportOf_;  // per peer; strataNumTransports = no link yet
   OpFacts running_;                   // the operation between begin and end (its thread only)
+  bool runningPublished_ = false;     // running_ is in the flight recorder
   std::atomic<uint64_t> current_{0};  // its id while it runs (0: none)
   TraceSink* trace_ = nullptr;
   int traceTid_ = 0;

@@ -45,6 +45,7 @@ const char* statCollName(strataStatColl_t c) {
 }
 
 void OpRecord::fillMicroseconds(double ticksPerUs) {
+  if (!startTick) return;  // not timed
   startUs = opclock::toSteadyUs(startTick, ticksPerUs);
   endUs = endTick ? opclock::toSteadyUs(endTick, ticksPerUs) : 0;
 }

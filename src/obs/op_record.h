@@ -24,7 +24,11 @@ struct OpFacts {
   OpState state = OpState::kRunning;
   const char* algorithm = "";  // Plan::algorithmName: never freed
   uint64_t bytes = 0;      // nccl-tests' data size
-  uint64_t startTick = 0, endTick = 0;  // opclock ticks, written by the operation
+  uint64_t startTick = 0, endTick = 0;  // opclock ticks, written by the operation (0: not timed)
+  // Calls whose time this record's stands for in the statistics: 1, more for
+  // the one tiny call in kTinyTimedEvery that is timed (exec/tiny_run.h), 0
+  // for the tiny calls between (no clock read: startTick and endTick 0).
+  uint32_t timeWeight = 1;
   int64_t waitUs = 0;
 };
 

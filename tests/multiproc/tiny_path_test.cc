@@ -1,0 +1,212 @@
+// The tiny path (src/exec/tiny_run.h): a plan whose flows are one packet each
+// over shm runs compiled from its second call on. Through the public C API in
+// real processes: every small collective x dtype x op x placement, repeated so
+// that the later calls take the compiled form, against the float64
+// reference on 1, 2, 3 and 5 ranks; ranks that take different paths for the
+// same calls; a mismatch and a dead peer met on the tiny path; and what
+// statistics and the flight recorder say of tiny calls, only some of which
+// are timed.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/collective_cases.h"
+#include "support/ranks.h"
+
+namespace strata {
+namespace {
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Every case of at most 1023 elements, each run three times (the first call
+// builds the plan and runs it as any other; the next two run the compiled
+// form where the plan is tiny), each call checked against the reference.
+int runSmallCasesRepeated(int rank, int n, strataComm_t comm) {
+  int problems = 0;
+  std::vector<test::Case> cases = test::allCases();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const test::Case& c = cases[i];
+    if (c.count > 1023) continue;
+    for (int call = 0; call < 3; ++call) {
+      std::string err = test::runCase(c, i, rank, n, comm);
+      if (err.empty()) continue;
+      std::fprintf(stderr, "rank %d case %zu call %d %s: %s\n", rank, i, call, test::describeCase(c).c_str(),
+                   err.c_str());
+      if (++problems > 5 || err.find("returned") == 0) return problems;
+    }
+  }
+  return problems;
+}
+
+class TinyPath : public ::testing::TestWithParam<int> {};
+
+TEST_P(TinyPath, RepeatedSmallCallsMatchTheReference) {
+  test::RankSpec spec;
+  spec.nranks = GetParam();
+  spec.env = {{"STRATA_TRANSPORT", "shm"}, {"STRATA_TIMEOUT_MS", "60000"}};
+  spec.deadlineSec = 400;
+  auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
+    return runSmallCasesRepeated(rank, n, comm);
+  });
+  EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, TinyPath, ::testing::Values(1, 2, 3, 5),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+// Ranks 0 and 2 run everything as any other plan (STRATA_TINY_PATH=0), ranks
+// 1 and 3 take the tiny path: the two read each other's packets.
+TEST(TinyPath, RanksOnDifferentPathsAgree) {
+  test::RankSpec spec;
+  spec.nranks = 4;
+  spec.initComm = false;
+  spec.env = {{"STRATA_TRANSPORT", "shm"}, {"STRATA_TIMEOUT_MS", "60000"}};
+  spec.deadlineSec = 400;
+  auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t, const strataUniqueId& id) {
+    int problems = 0;
+    setenv("STRATA_TINY_PATH", rank % 2 ? "1" : "0", 1);
+    strataComm_t comm = nullptr;
+    RANK_EXPECT(strataCommInitRank(&comm, n, id, rank) == strataSuccess, "init: %s", strataGetLastError(nullptr));
+    if (problems) return problems;
+    problems += runSmallCasesRepeated(rank, n, comm);
+    RANK_EXPECT(strataCommDestroy(comm) == strataSuccess, "destroy: %s", strataGetLastError(comm));
+    return problems;
+  });
+  EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+}
+
+// Both ranks have run all-reduces of 1 and of 2 floats twice (both compiled);
+// then rank 0 calls the one and rank 1 the other: the descriptor check of the
+// tiny path fails on both, with strataMismatch naming both calls.
+TEST(TinyPath, AMismatchIsCaughtOnTheTinyPath) {
+  test::RankSpec spec;
+  spec.nranks = 2;
+  spec.env = {{"STRATA_TRANSPORT", "shm"}, {"STRATA_TIMEOUT_MS", "20000"}};
+  auto outcomes = test::runRanks(spec, [](int rank, int, strataComm_t comm, const strataUniqueId&) {
+    int problems = 0;
+    float in[2] = {1.0f + rank, 2.0f}, out[2] = {0, 0};
+    for (int rep = 0; rep < 2; ++rep)
+      for (size_t count : {1, 2})
+        RANK_EXPECT(strataAllReduce(in, out, count, strataFloat32, strataSum, comm, nullptr) == strataSuccess,
+                    "warm-up: %s", strataGetLastError(comm));
+    RANK_EXPECT(out[0] == 3.0f && out[1] == 4.0f, "warm-up sums %g %g", double(out[0]), double(out[1]));
+    strataResult_t rc = strataAllReduce(in, out, rank == 0 ? 1 : 2, strataFloat32, strataSum, comm, nullptr);
+    const std::string error = strataGetLastError(comm);
+    RANK_EXPECT(rc == strataMismatch, "got %s: %s", strataGetErrorString(rc), error.c_str());
+    RANK_EXPECT(contains(error, "count=1,") && contains(error, "count=2,"), "the error does not name both calls: '%s'",
+                error.c_str());
+    return problems;
+  });
+  EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+}
+
+// A rank killed while the others repeat a tiny all-reduce: every survivor
+// gets strataRemoteError naming it, well within the timeout.
+TEST(TinyPath, ADeadPeerIsAnErrorOnEverySurvivor) {
+  test::RankSpec spec;
+  spec.nranks = 3;
+  spec.env = {{"STRATA_TRANSPORT", "shm"}, {"STRATA_TIMEOUT_MS", "60000"}};
+  spec.deadlineSec = 90;
+  auto outcomes = test::runRanks(spec, [](int rank, int, strataComm_t comm, const strataUniqueId&) {
+    int problems = 0;
+    float in[3] = {1, 2, 3}, out[3];
+    if (rank == 2) {
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        raise(SIGKILL);
+      }).detach();
+    }
+    for (long it = 0; it < 100000000; ++it) {
+      strataResult_t rc = strataAllReduce(in, out, 3, strataFloat32, strataSum, comm, nullptr);
+      if (rc == strataSuccess) continue;
+      const auto start = std::chrono::steady_clock::now();
+      const std::string error = strataGetLastError(comm);
+      RANK_EXPECT(rc == strataRemoteError, "got %s: %s", strataGetErrorString(rc), error.c_str());
+      RANK_EXPECT(contains(error, "rank 2"), "the error does not name rank 2: '%s'", error.c_str());
+      RANK_EXPECT(it > 10, "failed after %ld calls only, before any ran on the tiny path", it);
+      RANK_EXPECT(strataBarrier(comm, nullptr) != strataSuccess, "barrier on a failed communicator succeeded");
+      RANK_EXPECT(std::chrono::steady_clock::now() - start < std::chrono::seconds(10), "slow to fail");
+      std::fflush(stderr);
+      _exit(problems);
+    }
+    RANK_EXPECT(false, "rank 2 never died");
+    return problems;
+  });
+  EXPECT_EQ(outcomes[0].exitCode, 0) << test::describe(outcomes);
+  EXPECT_EQ(outcomes[1].exitCode, 0) << test::describe(outcomes);
+  EXPECT_EQ(outcomes[2].exitCode, 128 + SIGKILL) << test::describe(outcomes);
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// 1000 repeated tiny all-reduces: the statistics count every call and its
+// bytes and a time near the caller's (one call in 16 is timed and stands for
+// the others), the flight recorder lists untimed calls as such and timed ones
+// with their times, and a tiny call that hangs is in a SIGUSR1 dump.
+TEST(TinyPath, StatisticsAndFlightRecorderOfTinyCalls) {
+  char tmpl[] = "/tmp/strata-tiny-XXXXXX";
+  const std::string dir = mkdtemp(tmpl) ? tmpl : "/tmp";
+  test::RankSpec spec;
+  spec.nranks = 2;
+  spec.env = {{"STRATA_TRANSPORT", "shm"}, {"STRATA_TIMEOUT_MS", "20000"},
+              {"STRATA_FLIGHT_RECORDER_FILE", dir + "/fr-%r.txt"}};
+  auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
+    int problems = 0;
+    const int calls = 1000;
+    float in[4] = {1, 2, 3, 4}, out[4];
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i)
+      RANK_EXPECT(strataAllReduce(in, out, 4, strataFloat32, strataSum, comm, nullptr) == strataSuccess,
+                  "all-reduce %d: %s", i, strataGetLastError(comm));
+    const double callerSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    RANK_EXPECT(out[3] == 4.0f * float(n), "sum %g", double(out[3]));
+    strataStats_t st;
+    RANK_EXPECT(strataCommGetStats(comm, &st) == strataSuccess, "%s", strataGetLastError(comm));
+    const strataCollStats_t& ar = st.coll[strataStatAllReduce];
+    RANK_EXPECT(ar.calls == uint64_t(calls) && ar.bytes == uint64_t(calls) * 16, "calls %llu bytes %llu",
+                (unsigned long long)ar.calls, (unsigned long long)ar.bytes);
+    RANK_EXPECT(ar.seconds > 0 && ar.seconds < callerSeconds * 2, "recorded %g s for calls the caller timed at %g s",
+                ar.seconds, callerSeconds);
+    RANK_EXPECT(st.transport[strataTransportShm].bytesSent > 0, "no shm traffic counted");
+    // A tiny call that hangs: rank 1 comes 2.5 s late; rank 0 dumps at 1.8 s.
+    std::thread poke;
+    if (rank == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    } else {
+      poke = std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1800));
+        raise(SIGUSR1);
+      });
+    }
+    RANK_EXPECT(strataAllReduce(in, out, 4, strataFloat32, strataSum, comm, nullptr) == strataSuccess,
+                "late all-reduce: %s", strataGetLastError(comm));
+    if (poke.joinable()) poke.join();
+    return problems;
+  });
+  ASSERT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+  const std::string dump = readFile(dir + "/fr-0.txt");
+  EXPECT_TRUE(contains(dump, "dumped on SIGUSR1")) << dump;
+  EXPECT_TRUE(contains(dump, "AllReduce #1001")) << dump;  // the hung call, with its wait
+  EXPECT_TRUE(contains(dump, "running")) << dump;
+  EXPECT_TRUE(contains(dump, "rank 1")) << dump;
+  EXPECT_TRUE(contains(dump, "(not timed)")) << dump;  // most of the 1000 before it
+  EXPECT_TRUE(contains(dump, "AllReduce #992")) << dump;
+}
+
+}  // namespace
+}  // namespace strata
