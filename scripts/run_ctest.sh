@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# ctest in BUILD_DIR (output on failure, 900 s a test) with ARGS; when it
+# ctest in BUILD_DIR (output on failure, 900 s a test) with ARGS (a filter
+# that selects no test, or that CMake cannot compile, is an error); when it
 # fails, repeats at the very end what each failing test said about its
 # failure: CI shows only the head and tail of a long log, and a failing
 # test's own lines sit in the middle of it. Exits with ctest's status.
 # Usage: scripts/run_ctest.sh BUILD_DIR [CTEST ARGS...]
 build=$1
 shift
-ctest --test-dir "$build" --output-on-failure --timeout 900 "$@" && exit 0
+ctest --test-dir "$build" --output-on-failure --no-tests=error --timeout 900 "$@" && exit 0
 rc=$?
 dir=$build/Testing/Temporary
 [ -f "$dir/LastTestsFailed.log" ] || exit $rc

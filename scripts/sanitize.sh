@@ -31,9 +31,12 @@ multiproc='Collectives.*/(shm_3ranks|tcp_3ranks_2sockets|ofi_3ranks_tcp|ucx_3ran
 multiproc+='|KilledRank.*/(shm_3|tcp_4|ofi_3_tcp|ucx_3_tcp)( |$)|GroupFusion.*/shm_3ranks( |$)|FusionContextTest.*/3ranks( |$)'
 multiproc+='|^Forced/TopoFileAlgorithms\..*/(hier|hier_tree|hier_halving_shm|log_flat_shm_3nodes|hier_ring_tcp_3nodes|auto_tcp_3nodes)( |$)'
 multiproc+='|^Sizes/RingShift\.|^Placements/MappedMemory.*/3ranks_cma_refused|^MappedMemory\.'
-multiproc+='|^TinyPath\.|^WorldSizes/TinyPath\..*/3ranks( |$)'
 multiproc+='|^(BadInput|Kinds/Mismatch|SilentRank|Strangers|P2P|FusionContext|GroupFusion|FlightRecorder'
 multiproc+='|Recovery|Stats|Trace|Barrier|RecvAnyErrors|Transports/RecvAny|Launchers/InitFromEnv|InitFromEnvErrors|TopoFileErrors)\.'
+# No more parenthesised groups here: CMake's regular expressions are small
+# (a tenth group failed to compile, and ctest then selected no test; now
+# run_ctest.sh makes that an error).
+multiproc+='|^TinyPath\.|^WorldSizes/TinyPath\..*/3ranks '
 if [ "$jobs" = all ] || [ "$jobs" = asan ]; then
   clang_build build-asan address,undefined -DSTRATA_FUZZ=ON -DSTRATA_FUZZ_SECONDS="${STRATA_FUZZ_SECONDS:-30}"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
@@ -50,7 +53,7 @@ if [ "$jobs" = all ] || [ "$jobs" = tsan ]; then
   # SigusrDump's forked case is left out: TSan cannot start threads in a child
   # of a multi-threaded process (it dies saying so), which is that case.
   scripts/run_ctest.sh build-tsan -L multiproc \
-    -R '^(FusionContext|Recovery|Strangers|Stats)\.|^TinyPath\.(Statistics|RanksOn)|^Parent/SigusrDump\..*/Fresh( |$)|FusionContextTest.*/3ranks( |$)|Collectives.*/shm_3ranks( |$)'
+    -R '^(FusionContext|Recovery|Strangers|Stats)\.|^TinyPath\.[SR]|^Parent/SigusrDump\..*/Fresh( |$)|FusionContextTest.*/3ranks( |$)|Collectives.*/shm_3ranks( |$)'
   scripts/run_ctest.sh build-tsan -L emulated \
     -R '^Device(Streams|Ipc)\.|/DeviceCollectives\..*/(2ranks_ipc|3ranks_ipc_small_slots|2ranks_host_staging)( |$)'
 fi
