@@ -122,7 +122,7 @@ void Plan::seal() {
     return size_t(std::lower_bound(peers.begin(), peers.end(), peer) - peers.begin());
   };
   for (const Flow& f : flows) {
-    int out = f.kind == FlowKind::kSend ? f.peer : f.forwardPeer;
+    int out = outPeerOf(f);
     if (out >= 0) bytesTo[slot(out)] += f.bytes;
     if (f.kind == FlowKind::kRecv) bytesFrom[slot(f.peer)] += f.bytes;
   }
@@ -131,7 +131,7 @@ void Plan::seal() {
 void Plan::markDescriptors() {
   std::set<std::tuple<uint16_t, int, int>> seen;  // (op, peer, 0=send / 1=recv)
   for (Flow& f : flows) {
-    int out = f.kind == FlowKind::kSend ? f.peer : f.forwardPeer;
+    int out = outPeerOf(f);
     if (out >= 0 && seen.insert({f.op, out, 0}).second) f.sendsDesc = true;
     if (f.kind == FlowKind::kRecv && seen.insert({f.op, f.peer, 1}).second) f.expectsDesc = true;
   }

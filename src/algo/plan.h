@@ -143,6 +143,10 @@ const char* collName(Coll c);
 
 // Bytes of each run of a flow.
 inline size_t runBytes(const Flow& f) { return f.runs > 1 ? f.bytes / f.runs : f.bytes; }
+// The peer a flow sends to (a Send's peer, or where a Recv / Copy forwards),
+// and the one it receives from (a Recv's); -1: none.
+inline int outPeerOf(const Flow& f) { return f.kind == FlowKind::kSend ? f.peer : f.forwardPeer; }
+inline int inPeerOf(const Flow& f) { return f.kind == FlowKind::kRecv ? f.peer : -1; }
 // Whether a copy flow writes exactly where it reads (rebinding can make one).
 inline bool copiesOntoItself(const Flow& f) {
   return f.kind == FlowKind::kCopy && f.src.buf == f.dst.buf && f.src.offset == f.dst.offset &&

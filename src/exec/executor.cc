@@ -177,8 +177,6 @@ class PlanRunner {
     }
   }
 
-  static int outPeer(const Flow& f) { return f.kind == FlowKind::kSend ? f.peer : f.forwardPeer; }
-  static int inPeer(const Flow& f) { return f.kind == FlowKind::kRecv ? f.peer : -1; }
 
   // For a phase of more flows than kInlineFlows (a fan-out inside a node has
   // hundreds): each flow's latest earlier flow to the same peer and from the
@@ -191,11 +189,11 @@ class PlanRunner {
     lastIn_.clear();
     for (uint32_t i = 0; i < ph.count; ++i) {
       const Flow& f = plan_.flows[ph.first + i];
-      if (const int out = outPeer(f); out >= 0) {
+      if (const int out = outPeerOf(f); out >= 0) {
         auto [it, fresh] = lastOut_.try_emplace(out, int32_t(i));
         if (!fresh) prevOut_[i] = std::exchange(it->second, int32_t(i));
       }
-      if (const int in = inPeer(f); in >= 0) {
+      if (const int in = inPeerOf(f); in >= 0) {
         auto [it, fresh] = lastIn_.try_emplace(in, int32_t(i));
         if (!fresh) prevIn_[i] = std::exchange(it->second, int32_t(i));
       }
@@ -210,13 +208,13 @@ class PlanRunner {
       return (prevOut_[i] >= 0 && !states_[prevOut_[i]].finished) ||
              (prevIn_[i] >= 0 && !states_[prevIn_[i]].finished);
     const Flow& f = plan_.flows[ph.first + i];
-    int out = outPeer(f);
-    int in = inPeer(f);
+    int out = outPeerOf(f);
+    int in = inPeerOf(f);
     for (uint32_t j = 0; j < i; ++j) {
       if (states_[j].finished) continue;
       const Flow& g = plan_.flows[ph.first + j];
-      int gout = outPeer(g);
-      int gin = inPeer(g);
+      int gout = outPeerOf(g);
+      int gin = inPeerOf(g);
       if ((out >= 0 && out == gout) || (in >= 0 && in == gin)) return true;
     }
     return false;

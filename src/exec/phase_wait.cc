@@ -53,7 +53,7 @@ WaitState describePhaseWait(LinkSet& links, const Plan& plan, const Phase& ph,
     std::string done = format(" (%zu of %zu bytes done)", p.done, f.bytes);
     if (f.kind == FlowKind::kRecv)
       w.text += format(" data from rank %d%s%s;", f.peer, done.c_str(), peerState(f.peer).c_str());
-    int out = f.kind == FlowKind::kSend ? f.peer : f.forwardPeer;
+    const int out = outPeerOf(f);
     if (out >= 0) w.text += format(" rank %d to take data%s%s;", out, done.c_str(), peerState(out).c_str());
   }
   w.peersArrived = any && allArrived;

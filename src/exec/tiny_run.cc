@@ -43,13 +43,11 @@ bool overShm(Channel& ch) { return std::strcmp(ch.transportName(), "shm") == 0; 
 
 // The flows of phase `ph` that flow `i` must follow.
 uint32_t predecessors(const Plan& plan, const Phase& ph, uint32_t i) {
-  auto outPeer = [](const Flow& f) { return f.kind == FlowKind::kSend ? f.peer : f.forwardPeer; };
-  auto inPeer = [](const Flow& f) { return f.kind == FlowKind::kRecv ? f.peer : -1; };
   const Flow& f = plan.flows[ph.first + i];
   uint32_t after = f.trails >= 0 ? uint32_t(1) << f.trails : 0;
   for (uint32_t j = 0; j < i; ++j) {
     const Flow& g = plan.flows[ph.first + j];
-    if ((outPeer(f) >= 0 && outPeer(f) == outPeer(g)) || (inPeer(f) >= 0 && inPeer(f) == inPeer(g)))
+    if ((outPeerOf(f) >= 0 && outPeerOf(f) == outPeerOf(g)) || (inPeerOf(f) >= 0 && inPeerOf(f) == inPeerOf(g)))
       after |= uint32_t(1) << j;
   }
   return after;
@@ -84,7 +82,7 @@ class TinyRun {
 
  private:
   void runPhase(const Phase& ph, const TinyFlow* flows) {
-    pending_ = ph.count == 32 ? ~uint32_t(0) : (uint32_t(1) << ph.count) - 1;
+    pending_ = ph.count == kMaxTinyPhaseFlows ? ~uint32_t(0) : (uint32_t(1) << ph.count) - 1;
     descChecked_ = descSent_ = started_ = 0;
     while (pending_) {
       bool moved = false;
@@ -237,8 +235,7 @@ std::shared_ptr<TinyPlan> compileTinyPlan(LinkSet& links, const Plan& plan) {
     if (ph.count > kMaxTinyPhaseFlows) return nullptr;
     for (uint32_t i = 0; i < ph.count; ++i) {
       const Flow& f = plan.flows[ph.first + i];
-      const int outPeer = f.kind == FlowKind::kSend ? f.peer : f.forwardPeer;
-      const int inPeer = f.kind == FlowKind::kRecv ? f.peer : -1;
+      const int outPeer = outPeerOf(f), inPeer = inPeerOf(f);
       const bool desc = (outPeer >= 0 && f.sendsDesc) || (inPeer >= 0 && f.expectsDesc);
       if (f.runs > 1 || f.bytes + (desc ? kOpDescBytes : 0) > kTinyPacketBytes) return nullptr;
       if (f.kind == FlowKind::kRecv && !f.dst.valid() && outPeer < 0) return nullptr;
