@@ -55,7 +55,12 @@ class Channel {
   virtual size_t trySend(const void* src, size_t n);
   // trySend for bytes the caller leaves unchanged until sendBuffersLent() is
   // false: a transport may lend them instead of copying (shm single copy).
-  virtual size_t trySendStable(const void* src, size_t n) { return trySend(src, n); }
+  // `idleSender`: this rank has nothing to receive meanwhile (a one-way
+  // stream), so a copy it makes runs beside the receiver's, not after it.
+  virtual size_t trySendStable(const void* src, size_t n, bool idleSender = false) {
+    (void)idleSender;
+    return trySend(src, n);
+  }
   // Whether bytes passed to trySendStable are still to be read by the peer.
   // Throws if the peer is gone before reading them.
   virtual bool sendBuffersLent() { return false; }

@@ -116,6 +116,12 @@ struct Flow {
   // stay unchanged for the rest of the operation: a transport may lend them
   // to the peer instead of copying them (shm single copy). Set by seal().
   bool lends = false;
+  // A lending flow whose rank receives nothing in the same phase (a root
+  // streaming a broadcast, a leaf of a reduce): the sender's core is idle
+  // during the transfer, so the ring's copy into the peer's slot overlaps
+  // the receiver's copy out of it, and lending pays only where one kernel
+  // copy beats one user copy, not two (shm single copy; set by seal()).
+  bool lendsFromIdleSender = false;
   // A Send or reducing Recv: the index, within this flow's phase, of an
   // earlier Recv whose destination is this flow's source (the same bytes,
   // runs and stride), used as fast as that flow fills it; -1: the source is

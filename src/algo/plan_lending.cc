@@ -6,6 +6,9 @@
 // phase sends (that would race over any transport). Strided flows count as
 // their whole span. Point-to-point plans never lend: a send there may have to
 // finish before its receiver even posts the receive.
+// A lending flow of a phase in which this rank receives nothing is also marked
+// Flow::lendsFromIdleSender: the transport weighs lending there against a ring
+// whose two copies run on two cores at once (single_copy.h).
 #include <algorithm>
 #include <map>
 
@@ -59,7 +62,7 @@ void Plan::markLending() {
     if (r.buf == Buf::kRecv) recvExtent = std::max(recvExtent, spanOf(r, f, stride).end);
   };
   for (Flow& f : flows) {
-    f.lends = false;
+    f.lends = f.lendsFromIdleSender = false;
     extend(f.src, f, f.srcStride);
     extend(f.dst, f, f.dstStride);
   }
@@ -70,11 +73,15 @@ void Plan::markLending() {
   };
   for (size_t p = phases.size(); p-- > 0;) {
     const Phase& ph = phases[p];
+    bool phaseReceives = false;
+    for (uint32_t i = ph.first; i < ph.first + ph.count; ++i)
+      phaseReceives |= flows[i].kind == FlowKind::kRecv && flows[i].bytes > 0;
     for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
       Flow& f = flows[i];
       if (f.bytes == 0) continue;
       if (f.kind == FlowKind::kSend) f.lends = safe(f.src, f, f.srcStride);
       else if (f.forwardPeer >= 0) f.lends = safe(f.src, f, f.srcStride) && safe(f.dst, f, f.dstStride);
+      f.lendsFromIdleSender = f.lends && !phaseReceives;
     }
     for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
       const Flow& f = flows[i];

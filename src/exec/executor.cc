@@ -226,7 +226,7 @@ class PlanRunner {
   // not one an in-place call shares, else copied by the link.
   size_t sendBytes(Channel& ch, const Flow& f, Ref from, const uint8_t* p, size_t n) {
     const bool lend = f.lends && from.valid() && (from.buf != Buf::kSend || lendFromSend_);
-    return lend ? ch.trySendStable(p, n) : ch.trySend(p, n);
+    return lend ? ch.trySendStable(p, n, f.lendsFromIdleSender) : ch.trySend(p, n);
   }
 
   bool pushDesc(Channel& ch, const Flow& f, FlowState& st) {

@@ -184,7 +184,8 @@ namespace strata {
 namespace {
 
 // Flow::lends (plan_lending.cc): a flow lends the bytes it sends only when no
-// later phase writes any of them; point-to-point plans never lend.
+// later phase writes any of them; point-to-point plans never lend. A lending
+// flow of a phase in which its rank receives nothing lends from an idle sender.
 TEST(PlanLending, AFlowLendsOnlyBytesNoLaterPhaseWrites) {
   Plan plan;
   plan.ops.push_back(OpDesc{});
@@ -225,6 +226,12 @@ TEST(PlanLending, AFlowLendsOnlyBytesNoLaterPhaseWrites) {
   EXPECT_TRUE(plan.flows[3].lends);
   EXPECT_TRUE(plan.flows[6].lends) << "a write of the same phase does not count";
   EXPECT_EQ(plan.recvExtent, 450u);
+  // Phase 1 only sends (a one-way stream from this rank); phase 2 receives too.
+  EXPECT_FALSE(plan.flows[0].lendsFromIdleSender) << "it does not lend at all";
+  EXPECT_TRUE(plan.flows[1].lendsFromIdleSender);
+  EXPECT_TRUE(plan.flows[2].lendsFromIdleSender);
+  EXPECT_FALSE(plan.flows[3].lendsFromIdleSender) << "the forwarding receiver is busy receiving";
+  EXPECT_FALSE(plan.flows[6].lendsFromIdleSender) << "its rank receives in the same phase";
   plan.flows[5].dst.offset = 50;  // now it covers 50..2060, including scratch 0..64's tail
   plan.seal();
   EXPECT_FALSE(plan.flows[2].lends);

@@ -135,8 +135,9 @@ bool decodeSetup(const SetupBlob& b, ShmSetup* s) {
 class ShmChannel : public LivenessChannel {
  public:
   // `lendFrom`: packets from this size on are lent (single copy) once the
-  // peer has said it can read this process; kSingleCopyNever: never;
-  // kSingleCopyMeasured: measured at the first packet that could be lent.
+  // peer has said it can read this process, by what the sender does
+  // meanwhile (single_copy.h); kSingleCopyNever: never; kSingleCopyMeasured
+  // (in both): measured at the first packet that could be lent.
   // `mappedFrom`: packets from this size on that lie in strataMemAlloc
   // memory are lent by name (no permission needed: the peer maps the region).
   // `peerProcess`: the peer's pid (`peerPid`: the same, or 0 where this side
@@ -144,7 +145,7 @@ class ShmChannel : public LivenessChannel {
   ShmChannel(std::unique_ptr<ShmSegment> inbox, std::unique_ptr<ShmSegment> outbox, Fd socket,
              int peer, pid_t peerProcess, pid_t peerPid, size_t lendFrom, size_t mappedFrom)
       : LivenessChannel(std::move(socket), peer), inbox_(std::move(inbox)), outbox_(std::move(outbox)),
-        peerProcess_(peerProcess), peerPid_(peerPid), lendFrom_(lendFrom), mappedFrom_(mappedFrom) {}
+        peerProcess_(peerProcess), peerPid_(peerPid), lendFrom_{lendFrom, lendFrom}, mappedFrom_(mappedFrom) {}
 
   const char* transportName() const override { return "shm"; }
 
@@ -161,15 +162,15 @@ class ShmChannel : public LivenessChannel {
 
   // Large packets from memory the caller keeps are lent: one slot says where
   // they lie and the peer reads them from there.
-  size_t trySendStable(const void* src, size_t n) override {
+  size_t trySendStable(const void* src, size_t n, bool idleSender) override {
     MappedRef ref;
     if (n >= mappedFrom_ && findMapped(src, n, &ref)) return lendMapped(ref);
-    if (lendFrom_ == kSingleCopyMeasured && n >= kSingleCopyMinBytes && peerReadsUs()) {
+    if (lendFrom_.busySender == kSingleCopyMeasured && n >= kSingleCopyMinBytes && peerReadsUs()) {
       std::string why;
-      lendFrom_ = measuredSingleCopyThreshold(&why);
+      lendFrom_ = measuredSingleCopyThresholds(&why);
       logSingleCopy(why);
     }
-    if (n < lendFrom_ || !peerReadsUs()) return trySend(src, n);
+    if (n < (idleSender ? lendFrom_.idleSender : lendFrom_.busySender) || !peerReadsUs()) return trySend(src, n);
     if (!slotFree()) return 0;
     n = std::min<size_t>(n, kMaxLentBytes);
     ShmLentRegion region{reinterpret_cast<uint64_t>(src), n};
@@ -317,7 +318,7 @@ class ShmChannel : public LivenessChannel {
   std::unique_ptr<ShmSegment> inbox_, outbox_;
   const pid_t peerProcess_;    // the peer's pid
   const pid_t peerPid_;        // 0: this side cannot read the peer (never accepts lent regions)
-  size_t lendFrom_;            // smallest packet sent as a lent region (or kSingleCopyMeasured)
+  SingleCopyThresholds lendFrom_;  // smallest packets sent as lent regions (or kSingleCopyMeasured)
   const size_t mappedFrom_;    // smallest packet of strataMemAlloc memory lent by name
   PeerRegions peerRegions_;    // the peer's strataMemAlloc regions, as mapped here
   bool peerReadsUs_ = false;

@@ -84,26 +84,46 @@ size_t singleCopyThreshold(const Config& config, std::string* why) {
   return kSingleCopyMeasured;
 }
 
-size_t measuredSingleCopyThreshold(std::string* why) {
-  const SingleCopyCosts& c = singleCopyCosts();
+namespace {
+
+// Where one kernel copy and a call beat `userCopies` user copies of the
+// ring (ns per byte each), from kSingleCopyMinBytes; kSingleCopyNever if at no size.
+size_t breakEvenBytes(const SingleCopyCosts& c, double userCopies) {
+  const double ringNsPerByte = userCopies / c.memcpyGBps, singleNsPerByte = 1.0 / c.kernelGBps;
+  if (singleNsPerByte >= ringNsPerByte) return kSingleCopyNever;
+  const double bytes = c.callUs * 1e3 / (ringNsPerByte - singleNsPerByte);
+  return bytes >= double(kSingleCopyNever / 2) ? kSingleCopyNever
+                                               : std::max<size_t>(kSingleCopyMinBytes, size_t(bytes));
+}
+
+std::string describeThreshold(size_t bytes) {
+  return bytes == kSingleCopyNever ? std::string("never") : format("from %zu bytes", bytes);
+}
+
+}  // namespace
+
+SingleCopyThresholds singleCopyThresholdsFor(const SingleCopyCosts& c, std::string* why) {
   if (!c.failure.empty()) {
     *why = "off: " + c.failure;
-    return kSingleCopyNever;
+    return {};
   }
-  // Per byte (ns): the ring costs two user copies, single copy one kernel copy.
-  const double ringNsPerByte = 2.0 / c.memcpyGBps, singleNsPerByte = 1.0 / c.kernelGBps;
+  SingleCopyThresholds t;
+  t.busySender = breakEvenBytes(c, 2.0);
+  t.idleSender = breakEvenBytes(c, 1.0);
   const std::string measured = format("measured on this host: process_vm_readv %.1f GB/s + %.1f us a call, "
-                                      "memcpy %.1f GB/s (the ring copies twice)",
-                                      c.kernelGBps, c.callUs, c.memcpyGBps);
-  if (singleNsPerByte >= ringNsPerByte) {
-    *why = "off: " + measured;
-    return kSingleCopyNever;
-  }
-  // Where one call's fixed cost is repaid, and never below a 64 KiB packet.
-  const double breakEven = c.callUs * 1e3 / (ringNsPerByte - singleNsPerByte);
-  size_t threshold = std::max<size_t>(kSingleCopyMinBytes, size_t(breakEven));
-  *why = format("from %zu bytes: %s", threshold, measured.c_str());
-  return threshold;
+                                      "memcpy %.1f GB/s", c.kernelGBps, c.callUs, c.memcpyGBps);
+  if (t.busySender == kSingleCopyNever)
+    *why = "off: " + measured + " (slower than the ring's two copies)";
+  else
+    *why = format("%s where the sender also receives (the ring's two copies), %s in one-way streams "
+                  "(the ring's copies overlap on two cores): %s",
+                  describeThreshold(t.busySender).c_str(), describeThreshold(t.idleSender).c_str(),
+                  measured.c_str());
+  return t;
+}
+
+SingleCopyThresholds measuredSingleCopyThresholds(std::string* why) {
+  return singleCopyThresholdsFor(singleCopyCosts(), why);
 }
 
 bool canReadPeerMemory(pid_t pid, uint64_t remote, const void* expected, size_t n, std::string* why) {

@@ -35,17 +35,33 @@ const SingleCopyCosts& singleCopyCosts();
 
 // The smallest packet a link sends as a lent region, as the settings decide
 // it: kSingleCopyNever (STRATA_SHM_SINGLE_COPY=0), STRATA_SHM_SINGLE_COPY_BYTES,
-// or kSingleCopyMeasured: ask measuredSingleCopyThreshold() at the first
+// or kSingleCopyMeasured: ask measuredSingleCopyThresholds() at the first
 // packet that large. `why` says which (for the INFO log).
 constexpr size_t kSingleCopyNever = ~size_t(0);
 constexpr size_t kSingleCopyMeasured = kSingleCopyNever - 1;
 // No packet below this is lent on a measured threshold.
 constexpr size_t kSingleCopyMinBytes = 64 * 1024;
 size_t singleCopyThreshold(const Config& config, std::string* why);
-// The measured threshold (measuring this process's copy rates the first time
-// it is asked, a few ms): single copy pays where n / kernel + call < 2 n / memcpy,
-// from kSingleCopyMinBytes; kSingleCopyNever where the kernel copy is slower.
-size_t measuredSingleCopyThreshold(std::string* why);
+
+// The smallest packet lent, by what the sending rank does meanwhile.
+// A busy sender (it also receives in the same phase: an all-gather, an
+// all-to-all, a chain's middle) would make one user copy into the ring and
+// its receiver another, both on busy cores: single copy pays where
+// n / kernel + call < 2 n / memcpy. An idle sender (a one-way stream: a
+// broadcast's root, a reduce's leaf) makes its copy into the ring while the
+// receiver copies out, on two cores at once, so the ring costs one copy's
+// time: single copy pays only where n / kernel + call < n / memcpy.
+struct SingleCopyThresholds {
+  size_t busySender = kSingleCopyNever;
+  size_t idleSender = kSingleCopyNever;
+};
+// The thresholds these measured costs give (from kSingleCopyMinBytes;
+// kSingleCopyNever where the kernel copy does not pay at any size). `why`
+// says what was measured and decided (for the INFO log).
+SingleCopyThresholds singleCopyThresholdsFor(const SingleCopyCosts& costs, std::string* why);
+// The same for this process's copy rates, measured the first time it is
+// asked (a few ms).
+SingleCopyThresholds measuredSingleCopyThresholds(std::string* why);
 
 // Whether this process may read `n` bytes at `remote` in process `pid` and
 // finds `expected` there. On failure `why` names the cause (errno's text).
