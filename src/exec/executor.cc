@@ -290,9 +290,19 @@ class PlanRunner {
     return f.rampsUp ? rampedFragmentBytes(st.done) : kMaxFragment;
   }
 
-  // Sends the descriptor together with the first fragment, in one packet.
+  // Whether a flow's descriptor goes in a packet of its own: one that may
+  // lend more than a fragment (the descriptor's packet is always copied, so
+  // riding in it would copy the first fragment, a quarter of a 1 MiB
+  // transfer; one small packet more is nothing beside it). Not tapered or
+  // ramped flows, whose receivers count on their packet sizes.
+  static bool descGoesAlone(const Flow& f) {
+    return f.lends && f.bytes > kMaxFragment && !f.taperTo && !f.rampsUp;
+  }
+
+  // Sends the descriptor together with the first fragment, in one packet
+  // (or alone: descGoesAlone).
   bool sendDescAndFirst(Channel& ch, const Flow& f, FlowState& st, size_t ready) {
-    if (ready == 0) return pushDesc(ch, f, st);
+    if (ready == 0 || descGoesAlone(f)) return pushDesc(ch, f, st);
     size_t first = std::min(ready, packetBytes(f, st));
     Span s = ch.acquireSend(kOpDescBytes + first);
     if (s.size < kOpDescBytes) return false;
@@ -355,11 +365,11 @@ class PlanRunner {
       if (!checkDesc(*in, f, st)) return false;
       moved = true;
     }
-    if (out && f.sendsDesc && !st.descSent && f.bytes == 0) {
+    const bool plainData = !f.reduce && !(f.finalize && plan_.redop == strataAvg) && f.trails < 0;
+    if (out && f.sendsDesc && !st.descSent && (f.bytes == 0 || (plainData && descGoesAlone(f)))) {
       if (!pushDesc(*out, f, st)) return moved;
       moved = true;
     }
-    const bool plainData = !f.reduce && !(f.finalize && plan_.redop == strataAvg) && f.trails < 0;
     if (in && plainData && st.dst.base && !st.dst.segmented() && (!out || !f.sendsDesc || st.descSent))
       return stepLand(f, st, *in, out) || moved;
     if (out && plainData && (!f.sendsDesc || st.descSent))
@@ -502,6 +512,17 @@ class PlanRunner {
       if (st.dst.valid()) {
         size_t dstRun;
         uint8_t* dst = st.dst.at(st.done, &dstRun);
+        if (dstRun >= n && !in && !localPieces) {
+          // A local source sent on (an out-of-place block): sent from where
+          // it lies first, then copied into place, so that a peer reading
+          // what this rank lent reads while this rank copies, not after.
+          const size_t sent = sendBytes(out, f, f.src, from, n);
+          if (sent == 0) break;
+          if (dst != from) std::memcpy(dst, from, sent);
+          st.done += sent;
+          moved = true;
+          continue;
+        }
         if (dstRun >= n) {
           if (dst != from) std::memcpy(dst, from, n);
           from = dst;
