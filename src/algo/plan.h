@@ -122,6 +122,13 @@ struct Flow {
   // the receiver's copy out of it, and lending pays only where one kernel
   // copy beats one user copy, not two (shm single copy; set by seal()).
   bool lendsFromIdleSender = false;
+  // A lending flow whose phase also receives from the peer it sends to
+  // (an exchange): that peer reads while this rank sends, so the flow's
+  // packets need not all fit in the link at once and its descriptor may go
+  // in a packet of its own (exec: the first fragment is then lent, not
+  // copied). Elsewhere (a ring's send-only phase) plans count on a flow's
+  // packets fitting the link's slots. Set by seal().
+  bool peerReadsMeanwhile = false;
   // A Send or reducing Recv: the index, within this flow's phase, of an
   // earlier Recv whose destination is this flow's source (the same bytes,
   // runs and stride), used as fast as that flow fills it; -1: the source is

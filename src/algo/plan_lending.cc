@@ -9,8 +9,11 @@
 // A lending flow of a phase in which this rank receives nothing is also marked
 // Flow::lendsFromIdleSender: the transport weighs lending there against a ring
 // whose two copies run on two cores at once (single_copy.h).
+// A lending flow of a phase that also receives from its out-peer is marked
+// Flow::peerReadsMeanwhile.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "algo/plan.h"
 
@@ -62,7 +65,7 @@ void Plan::markLending() {
     if (r.buf == Buf::kRecv) recvExtent = std::max(recvExtent, spanOf(r, f, stride).end);
   };
   for (Flow& f : flows) {
-    f.lends = f.lendsFromIdleSender = false;
+    f.lends = f.lendsFromIdleSender = f.peerReadsMeanwhile = false;
     extend(f.src, f, f.srcStride);
     extend(f.dst, f, f.dstStride);
   }
@@ -73,15 +76,17 @@ void Plan::markLending() {
   };
   for (size_t p = phases.size(); p-- > 0;) {
     const Phase& ph = phases[p];
-    bool phaseReceives = false;
+    std::set<int> sources;  // the peers this phase receives from
     for (uint32_t i = ph.first; i < ph.first + ph.count; ++i)
-      phaseReceives |= flows[i].kind == FlowKind::kRecv && flows[i].bytes > 0;
+      if (flows[i].kind == FlowKind::kRecv && flows[i].bytes > 0) sources.insert(flows[i].peer);
+    const bool phaseReceives = !sources.empty();
     for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
       Flow& f = flows[i];
       if (f.bytes == 0) continue;
       if (f.kind == FlowKind::kSend) f.lends = safe(f.src, f, f.srcStride);
       else if (f.forwardPeer >= 0) f.lends = safe(f.src, f, f.srcStride) && safe(f.dst, f, f.dstStride);
       f.lendsFromIdleSender = f.lends && !phaseReceives;
+      f.peerReadsMeanwhile = f.lends && sources.count(outPeerOf(f)) > 0;
     }
     for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
       const Flow& f = flows[i];

@@ -292,11 +292,13 @@ class PlanRunner {
 
   // Whether a flow's descriptor goes in a packet of its own: one that may
   // lend more than a fragment (the descriptor's packet is always copied, so
-  // riding in it would copy the first fragment, a quarter of a 1 MiB
-  // transfer; one small packet more is nothing beside it). Not tapered or
-  // ramped flows, whose receivers count on their packet sizes.
+  // riding in it would copy the first fragment, half of a 2-rank 1 MiB
+  // all-gather's block; one small packet more is nothing beside it), to a
+  // peer that reads meanwhile (elsewhere plans count on a flow's packets
+  // fitting the link: Flow::peerReadsMeanwhile). Not tapered or ramped
+  // flows, whose receivers count on their packet sizes.
   static bool descGoesAlone(const Flow& f) {
-    return f.lends && f.bytes > kMaxFragment && !f.taperTo && !f.rampsUp;
+    return f.peerReadsMeanwhile && f.bytes > kMaxFragment && !f.taperTo && !f.rampsUp;
   }
 
   // Sends the descriptor together with the first fragment, in one packet

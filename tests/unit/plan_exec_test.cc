@@ -232,6 +232,10 @@ TEST(PlanLending, AFlowLendsOnlyBytesNoLaterPhaseWrites) {
   EXPECT_TRUE(plan.flows[2].lendsFromIdleSender);
   EXPECT_FALSE(plan.flows[3].lendsFromIdleSender) << "the forwarding receiver is busy receiving";
   EXPECT_FALSE(plan.flows[6].lendsFromIdleSender) << "its rank receives in the same phase";
+  // Only flow 6 sends to a peer its phase receives from (an exchange).
+  EXPECT_FALSE(plan.flows[1].peerReadsMeanwhile);
+  EXPECT_FALSE(plan.flows[3].peerReadsMeanwhile) << "it forwards to rank 2 and receives from rank 1";
+  EXPECT_TRUE(plan.flows[6].peerReadsMeanwhile);
   plan.flows[5].dst.offset = 50;  // now it covers 50..2060, including scratch 0..64's tail
   plan.seal();
   EXPECT_FALSE(plan.flows[2].lends);
