@@ -177,7 +177,6 @@ class PlanRunner {
     }
   }
 
-
   // For a phase of more flows than kInlineFlows (a fan-out inside a node has
   // hundreds): each flow's latest earlier flow to the same peer and from the
   // same peer, found once, so a pass over the flows costs each one two looks
@@ -511,6 +510,7 @@ class PlanRunner {
       // Lent only from this rank's buffers (not the incoming link's memory,
       // released as it is consumed): the source, or dst after the copy.
       Ref lentFrom = in ? Ref{} : f.src;
+      uint8_t* copyAfterSend = nullptr;
       if (st.dst.valid()) {
         size_t dstRun;
         uint8_t* dst = st.dst.at(st.done, &dstRun);
@@ -518,14 +518,8 @@ class PlanRunner {
           // A local source sent on (an out-of-place block): sent from where
           // it lies first, then copied into place, so that a peer reading
           // what this rank lent reads while this rank copies, not after.
-          const size_t sent = sendBytes(out, f, f.src, from, n);
-          if (sent == 0) break;
-          if (dst != from) std::memcpy(dst, from, sent);
-          st.done += sent;
-          moved = true;
-          continue;
-        }
-        if (dstRun >= n) {
+          if (dst != from) copyAfterSend = dst;
+        } else if (dstRun >= n) {
           if (dst != from) std::memcpy(dst, from, n);
           from = dst;
           lentFrom = f.dst;
@@ -536,6 +530,7 @@ class PlanRunner {
       size_t sent = sendBytes(out, f, lentFrom, from, n);
       if (localPieces) st.frameLeft = n - sent;
       if (sent == 0) break;
+      if (copyAfterSend) std::memcpy(copyAfterSend, from, sent);
       if (in) in->consumeRecv(sent);
       st.done += sent;
       moved = true;
