@@ -55,9 +55,12 @@ class Channel {
   virtual size_t trySend(const void* src, size_t n);
   // trySend for bytes the caller leaves unchanged until sendBuffersLent() is
   // false: a transport may lend them instead of copying (shm single copy).
+  // A lending transport may take up to `lendable` (>= n) bytes from src in
+  // one lent region; a copying one takes at most n, as trySend does.
   // `idleSender`: this rank has nothing to receive meanwhile (a one-way
   // stream), so a copy it makes runs beside the receiver's, not after it.
-  virtual size_t trySendStable(const void* src, size_t n, bool idleSender = false) {
+  virtual size_t trySendStable(const void* src, size_t n, size_t lendable, bool idleSender) {
+    (void)lendable;
     (void)idleSender;
     return trySend(src, n);
   }

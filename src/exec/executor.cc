@@ -222,10 +222,17 @@ class PlanRunner {
   // Sends n bytes of flow f lying at p, which is in `from` (the flow's source
   // or destination): lent (trySendStable) where the plan says they stay
   // unchanged (Flow::lends; never in point-to-point plans) and the buffer is
-  // not one an in-place call shares, else copied by the link.
-  size_t sendBytes(Channel& ch, const Flow& f, Ref from, const uint8_t* p, size_t n) {
+  // not one an in-place call shares, else copied by the link. `lendable`:
+  // how many bytes from p on (whole elements, unchanged, contiguous) a
+  // lending link may take in one region, so that one slot of the link
+  // stands for all of them and the peer reads on without waiting for this
+  // rank to lend the next fragment (2 ranks, 16 MiB all-to-all: 2.6 -> 1.9 ms);
+  // n for flows whose receivers count on their packet sizes.
+  size_t sendBytes(Channel& ch, const Flow& f, Ref from, const uint8_t* p, size_t n, size_t lendable = 0) {
     const bool lend = f.lends && from.valid() && (from.buf != Buf::kSend || lendFromSend_);
-    return lend ? ch.trySendStable(p, n, f.lendsFromIdleSender) : ch.trySend(p, n);
+    if (!lend) return ch.trySend(p, n);
+    const bool packetsCounted = f.taperTo || f.rampsUp;
+    return ch.trySendStable(p, n, packetsCounted ? n : std::max(n, lendable), f.lendsFromIdleSender);
   }
 
   bool pushDesc(Channel& ch, const Flow& f, FlowState& st) {
@@ -331,7 +338,7 @@ class PlanRunner {
       size_t run = kUnbounded;
       const uint8_t* at = st.src.segmented() ? st.src.at(st.done, &run) : st.src.base + st.done;
       if (!st.src.segmented()) {
-        n = sendBytes(ch, f, f.src, at, want);
+        n = sendBytes(ch, f, f.src, at, want, ready - st.done);
       } else if (st.frameLeft || run >= std::min(want, kDirectRunBytes)) {
         // One piece holds this packet's bytes (a packet never spans pieces:
         // trySend may take it over several calls, each continuing it).
@@ -451,7 +458,8 @@ class PlanRunner {
       // part of one); then receive more.
       const size_t n = out ? wholeElements(st.done, std::min(st.landed - st.done, kMaxFragment)) : 0;
       if (n > 0) {
-        const size_t sent = sendBytes(*out, f, f.dst, st.dst.base + st.done, n);
+        const size_t sent = sendBytes(*out, f, f.dst, st.dst.base + st.done, n,
+                                      wholeElements(st.done, st.landed - st.done));
         st.done += sent;
         moved |= sent > 0;
         if (sent < n) break;  // the link is full
@@ -511,6 +519,9 @@ class PlanRunner {
       // released as it is consumed): the source, or dst after the copy.
       Ref lentFrom = in ? Ref{} : f.src;
       uint8_t* copyAfterSend = nullptr;
+      // How far a lending link may take this flow's source in one region:
+      // the rest of it where nothing else is done with it first.
+      size_t lendable = !in && !localPieces && !st.dst.valid() ? f.bytes - st.done : n;
       if (st.dst.valid()) {
         size_t dstRun;
         uint8_t* dst = st.dst.at(st.done, &dstRun);
@@ -519,6 +530,7 @@ class PlanRunner {
           // it lies first, then copied into place, so that a peer reading
           // what this rank lent reads while this rank copies, not after.
           if (dst != from) copyAfterSend = dst;
+          lendable = wholeElements(st.done, std::min(f.bytes - st.done, dstRun));
         } else if (dstRun >= n) {
           if (dst != from) std::memcpy(dst, from, n);
           from = dst;
@@ -527,7 +539,7 @@ class PlanRunner {
           scatter(st.dst, st.done, from, n);
         }
       }
-      size_t sent = sendBytes(out, f, lentFrom, from, n);
+      size_t sent = sendBytes(out, f, lentFrom, from, n, lendable);
       if (localPieces) st.frameLeft = n - sent;
       if (sent == 0) break;
       if (copyAfterSend) std::memcpy(copyAfterSend, from, sent);

@@ -146,10 +146,10 @@ TEST(ShmChannel, LentPacketsAreReadFromTheSendersMemory) {
   for (uint8_t& x : big) x = uint8_t(rng());
   for (uint8_t& x : small) x = uint8_t(rng());
   EXPECT_FALSE(link.b->sendBuffersLent());
-  ASSERT_EQ(link.b->trySendStable(big.data(), big.size()), big.size()) << "a lent packet is taken whole";
-  ASSERT_EQ(link.b->trySendStable(small.data(), small.size()), small.size())
+  ASSERT_EQ(link.b->trySendStable(big.data(), big.size(), big.size(), false), big.size()) << "a lent packet is taken whole";
+  ASSERT_EQ(link.b->trySendStable(small.data(), small.size(), small.size(), false), small.size())
       << "below the threshold the bytes are copied into the ring";
-  ASSERT_EQ(link.b->trySendStable(big.data(), big.size(), /*idleSender=*/true), big.size())
+  ASSERT_EQ(link.b->trySendStable(big.data(), big.size(), big.size(), /*idleSender=*/true), big.size())
       << "a threshold set by STRATA_SHM_SINGLE_COPY_BYTES holds for one-way streams too";
   EXPECT_TRUE(link.b->sendBuffersLent());
   // Packet 1: straight into place, in two reads.
@@ -174,16 +174,39 @@ TEST(ShmChannel, LentPacketsAreReadFromTheSendersMemory) {
   EXPECT_FALSE(link.b->sendBuffersLent()) << "every lent packet was read";
 }
 
+// A lending link takes every lendable byte in one region (one slot stands for
+// them all, read in pieces); a copying one takes at most the packet asked.
+TEST(ShmChannel, ALentRegionTakesEveryLendableByte) {
+  ShmPair link(/*singleCopyBytes=*/1000);
+  std::mt19937 rng(12);
+  std::vector<uint8_t> run(kSlots * 3 * kSlotBytes + 12), small(999);  // more than the ring's slots hold
+  for (uint8_t& x : run) x = uint8_t(rng());
+  for (uint8_t& x : small) x = uint8_t(rng());
+  ASSERT_EQ(link.b->trySendStable(run.data(), kSlotBytes, run.size(), false), run.size())
+      << "the whole run in one lent region";
+  ASSERT_EQ(link.b->trySendStable(small.data(), 500, small.size(), false), 500u)
+      << "below the threshold a packet is copied, no more than asked";
+  std::vector<uint8_t> got(run.size());
+  for (size_t at = 0; at < got.size();) {
+    const size_t n = link.a->tryRecvInto(got.data() + at, std::min<size_t>(kSlotBytes, got.size() - at));
+    ASSERT_GT(n, 0u);
+    at += n;
+  }
+  EXPECT_EQ(got, run);
+  EXPECT_EQ(receiveOne(*link.a), std::vector<uint8_t>(small.begin(), small.begin() + 500));
+  EXPECT_FALSE(link.b->sendBuffersLent());
+}
+
 TEST(ShmChannel, ALentRegionThatCannotBeReadIsRefused) {
   ShmPair link(/*singleCopyBytes=*/1);
   std::vector<uint8_t> buffer(4096, 7);
-  ASSERT_EQ(link.b->trySendStable(buffer.data(), buffer.size()), buffer.size());
+  ASSERT_EQ(link.b->trySendStable(buffer.data(), buffer.size(), buffer.size(), false), buffer.size());
   std::vector<uint8_t> got(buffer.size());
   ASSERT_EQ(link.a->tryRecvInto(got.data(), got.size()), got.size());
   EXPECT_EQ(got, buffer);
   // A misbehaving peer lends a region at address 8, which nothing maps:
   // EFAULT, reported as the peer's fault.
-  ASSERT_EQ(link.b->trySendStable(buffer.data(), buffer.size()), buffer.size());
+  ASSERT_EQ(link.b->trySendStable(buffer.data(), buffer.size(), buffer.size(), false), buffer.size());
   Span next = link.b->acquireSend(8);  // the next slot, right after the region's
   ASSERT_NE(next.data, nullptr);
   auto* lent = reinterpret_cast<ShmLentRegion*>(next.data - shmSlotStride(kSlotBytes));
