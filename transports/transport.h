@@ -57,11 +57,12 @@ class Channel {
   // false: a transport may lend them instead of copying (shm single copy).
   // A lending transport may take up to `lendable` (>= n) bytes from src in
   // one lent region; a copying one takes at most n, as trySend does.
-  // `idleSender`: this rank has nothing to receive meanwhile (a one-way
-  // stream), so a copy it makes runs beside the receiver's, not after it.
-  virtual size_t trySendStable(const void* src, size_t n, size_t lendable, bool idleSender) {
+  // `savesOneCopy`: lending would save the copy path only one copy's time,
+  // not two (Flow::lendingSavesOneCopy: the sender is idle meanwhile, or the
+  // receiver reduces).
+  virtual size_t trySendStable(const void* src, size_t n, size_t lendable, bool savesOneCopy) {
     (void)lendable;
-    (void)idleSender;
+    (void)savesOneCopy;
     return trySend(src, n);
   }
   // Whether bytes passed to trySendStable are still to be read by the peer.

@@ -116,12 +116,17 @@ struct Flow {
   // stay unchanged for the rest of the operation: a transport may lend them
   // to the peer instead of copying them (shm single copy). Set by seal().
   bool lends = false;
-  // A lending flow whose rank receives nothing in the same phase (a root
-  // streaming a broadcast, a leaf of a reduce): the sender's core is idle
-  // during the transfer, so the ring's copy into the peer's slot overlaps
-  // the receiver's copy out of it, and lending pays only where one kernel
-  // copy beats one user copy, not two (shm single copy; set by seal()).
-  bool lendsFromIdleSender = false;
+  // A lending flow for which the ring costs one user copy's time, not two,
+  // so that lending pays only where one kernel copy beats one user copy
+  // (shm single copy; set by seal()): its rank receives nothing after it, in
+  // the same phase or a later one (a root streaming a broadcast, a leaf of a
+  // reduce: the ring's copy in runs on the idle sender while the receiver
+  // copies out), or the rank's next receive reduces (an exchange of partial
+  // sums: each receiver reads the ring from cache as it reduces, and lending
+  // only turns the sender's copy into the receiver's kernel copy). Not a
+  // send-only phase followed by plain receives (a ring all-gather's first
+  // step): its sends are buffered and the rank goes straight on to receive.
+  bool lendingSavesOneCopy = false;
   // A lending flow whose phase also receives from the peer it sends to
   // (an exchange): that peer reads while this rank sends, so the flow's
   // packets need not all fit in the link at once and its descriptor may go

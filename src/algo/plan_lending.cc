@@ -6,9 +6,13 @@
 // phase sends (that would race over any transport). Strided flows count as
 // their whole span. Point-to-point plans never lend: a send there may have to
 // finish before its receiver even posts the receive.
-// A lending flow of a phase in which this rank receives nothing is also marked
-// Flow::lendsFromIdleSender: the transport weighs lending there against a ring
-// whose two copies run on two cores at once (single_copy.h).
+// A lending flow after which this rank receives nothing (a broadcast's root,
+// a reduce's leaf) or whose rank's next receive reduces (an exchange of
+// partial sums) is also marked Flow::lendingSavesOneCopy: the transport
+// weighs lending there against one user copy, not two (single_copy.h). What
+// counts is the rank's next receiving phase, not the flow's own phase: a
+// send-only phase followed by plain receives (a ring all-gather's first step,
+// a pipeline's first chunk) goes straight on to receive.
 // A lending flow of a phase that also receives from its out-peer is marked
 // Flow::peerReadsMeanwhile.
 #include <algorithm>
@@ -65,7 +69,7 @@ void Plan::markLending() {
     if (r.buf == Buf::kRecv) recvExtent = std::max(recvExtent, spanOf(r, f, stride).end);
   };
   for (Flow& f : flows) {
-    f.lends = f.lendsFromIdleSender = f.peerReadsMeanwhile = false;
+    f.lends = f.lendingSavesOneCopy = f.peerReadsMeanwhile = false;
     extend(f.src, f, f.srcStride);
     extend(f.dst, f, f.dstStride);
   }
@@ -74,18 +78,25 @@ void Plan::markLending() {
   auto safe = [&](Ref r, const Flow& f, size_t stride) {
     return !r.valid() || !later[size_t(r.buf)].overlaps(spanOf(r, f, stride));
   };
+  bool oneCopy = true;  // no receive from here on, or the next one reduces
   for (size_t p = phases.size(); p-- > 0;) {
     const Phase& ph = phases[p];
     std::set<int> sources;  // the peers this phase receives from
+    bool reduces = false;
     for (uint32_t i = ph.first; i < ph.first + ph.count; ++i)
-      if (flows[i].kind == FlowKind::kRecv && flows[i].bytes > 0) sources.insert(flows[i].peer);
-    const bool phaseReceives = !sources.empty();
+      if (flows[i].kind == FlowKind::kRecv && flows[i].bytes > 0) {
+        sources.insert(flows[i].peer);
+        reduces |= flows[i].reduce;
+      }
+    if (!sources.empty()) oneCopy = reduces;
     for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {
       Flow& f = flows[i];
       if (f.bytes == 0) continue;
       if (f.kind == FlowKind::kSend) f.lends = safe(f.src, f, f.srcStride);
       else if (f.forwardPeer >= 0) f.lends = safe(f.src, f, f.srcStride) && safe(f.dst, f, f.dstStride);
-      f.lendsFromIdleSender = f.lends && !phaseReceives;
+      // A received value forwarded: its receiver gets what this rank got,
+      // and reduces where it reduced.
+      f.lendingSavesOneCopy = f.lends && (f.kind == FlowKind::kRecv ? f.reduce : oneCopy);
       f.peerReadsMeanwhile = f.lends && sources.count(outPeerOf(f)) > 0;
     }
     for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {

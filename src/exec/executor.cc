@@ -232,7 +232,7 @@ class PlanRunner {
     const bool lend = f.lends && from.valid() && (from.buf != Buf::kSend || lendFromSend_);
     if (!lend) return ch.trySend(p, n);
     const bool packetsCounted = f.taperTo || f.rampsUp;
-    return ch.trySendStable(p, n, packetsCounted ? n : std::max(n, lendable), f.lendsFromIdleSender);
+    return ch.trySendStable(p, n, packetsCounted ? n : std::max(n, lendable), f.lendingSavesOneCopy);
   }
 
   bool pushDesc(Channel& ch, const Flow& f, FlowState& st) {

@@ -185,7 +185,8 @@ namespace {
 
 // Flow::lends (plan_lending.cc): a flow lends the bytes it sends only when no
 // later phase writes any of them; point-to-point plans never lend. A lending
-// flow of a phase in which its rank receives nothing lends from an idle sender.
+// flow after which its rank receives nothing (in its phase or a later one),
+// or whose rank's next receive reduces, saves the ring one copy, not two.
 TEST(PlanLending, AFlowLendsOnlyBytesNoLaterPhaseWrites) {
   Plan plan;
   plan.ops.push_back(OpDesc{});
@@ -219,19 +220,33 @@ TEST(PlanLending, AFlowLendsOnlyBytesNoLaterPhaseWrites) {
   strided.dstStride = 1000;  // bytes 100..110, 1100..1110, 2100..2110: spans 100..2110
   plan.add(strided);
   plan.add(send(Buf::kScratch, 64, 36));  // 6: 64..100, just before the strided write's span
+  plan.beginPhase();
+  plan.add(send(Buf::kSend, 0, 10));  // 7: sends after the rank's last receive
   plan.seal();
+  const Plan plain = plan;
   EXPECT_FALSE(plan.flows[0].lends);
   EXPECT_TRUE(plan.flows[1].lends);
   EXPECT_TRUE(plan.flows[2].lends) << "scratch 0..64 lies before the strided span";
   EXPECT_TRUE(plan.flows[3].lends);
   EXPECT_TRUE(plan.flows[6].lends) << "a write of the same phase does not count";
   EXPECT_EQ(plan.recvExtent, 450u);
-  // Phase 1 only sends (a one-way stream from this rank); phase 2 receives too.
-  EXPECT_FALSE(plan.flows[0].lendsFromIdleSender) << "it does not lend at all";
-  EXPECT_TRUE(plan.flows[1].lendsFromIdleSender);
-  EXPECT_TRUE(plan.flows[2].lendsFromIdleSender);
-  EXPECT_FALSE(plan.flows[3].lendsFromIdleSender) << "the forwarding receiver is busy receiving";
-  EXPECT_FALSE(plan.flows[6].lendsFromIdleSender) << "its rank receives in the same phase";
+  // Phase 1 only sends, but phase 2 receives (the rank goes straight on to
+  // it: not idle); phase 3 sends after the last receive (a one-way stream).
+  EXPECT_FALSE(plan.flows[0].lendingSavesOneCopy) << "it does not lend at all";
+  EXPECT_FALSE(plan.flows[1].lendingSavesOneCopy) << "the rank receives in the next phase";
+  EXPECT_FALSE(plan.flows[2].lendingSavesOneCopy) << "the rank receives in the next phase";
+  EXPECT_FALSE(plan.flows[3].lendingSavesOneCopy) << "the forwarding receiver is busy receiving";
+  EXPECT_FALSE(plan.flows[6].lendingSavesOneCopy) << "its rank receives in the same phase";
+  EXPECT_TRUE(plan.flows[7].lends);
+  EXPECT_TRUE(plan.flows[7].lendingSavesOneCopy) << "nothing is received after it";
+  // Where phase 2's receives reduce (an exchange of partial sums), the sends
+  // before them save one copy too: the receiver reads the ring as it reduces.
+  plan.flows[4].reduce = true;
+  plan.seal();
+  EXPECT_TRUE(plan.flows[1].lendingSavesOneCopy) << "the rank's next receive reduces";
+  EXPECT_TRUE(plan.flows[6].lendingSavesOneCopy) << "its own phase's receive reduces";
+  EXPECT_FALSE(plan.flows[3].lendingSavesOneCopy) << "a plain forward: its receiver gets plain bytes too";
+  plan = plain;
   // Only flow 6 sends to a peer its phase receives from (an exchange).
   EXPECT_FALSE(plan.flows[1].peerReadsMeanwhile);
   EXPECT_FALSE(plan.flows[3].peerReadsMeanwhile) << "it forwards to rank 2 and receives from rank 1";

@@ -149,8 +149,8 @@ TEST(ShmChannel, LentPacketsAreReadFromTheSendersMemory) {
   ASSERT_EQ(link.b->trySendStable(big.data(), big.size(), big.size(), false), big.size()) << "a lent packet is taken whole";
   ASSERT_EQ(link.b->trySendStable(small.data(), small.size(), small.size(), false), small.size())
       << "below the threshold the bytes are copied into the ring";
-  ASSERT_EQ(link.b->trySendStable(big.data(), big.size(), big.size(), /*idleSender=*/true), big.size())
-      << "a threshold set by STRATA_SHM_SINGLE_COPY_BYTES holds for one-way streams too";
+  ASSERT_EQ(link.b->trySendStable(big.data(), big.size(), big.size(), /*savesOneCopy=*/true), big.size())
+      << "a threshold set by STRATA_SHM_SINGLE_COPY_BYTES holds where lending saves one copy too";
   EXPECT_TRUE(link.b->sendBuffersLent());
   // Packet 1: straight into place, in two reads.
   std::vector<uint8_t> got(big.size());
@@ -220,9 +220,9 @@ TEST(ShmChannel, ALentRegionThatCannotBeReadIsRefused) {
   }
 }
 
-// The measured thresholds (single_copy.h): a busy sender's packets are lent
-// where one kernel copy beats the ring's two user copies, an idle sender's
-// only where it beats one (the ring's copies then overlap on two cores).
+// The measured thresholds (single_copy.h): packets are lent where one kernel
+// copy beats the ring's two user copies, or, where the ring costs only one
+// copy's time (an idle sender, a reducing receiver), where it beats one.
 TEST(SingleCopyThresholds, FollowTheMeasuredRates) {
   std::string why;
   SingleCopyCosts costs;
@@ -231,33 +231,33 @@ TEST(SingleCopyThresholds, FollowTheMeasuredRates) {
   costs.callUs = 0.5;
   SingleCopyThresholds t = singleCopyThresholdsFor(costs, &why);
   // 0.5 us / (2/12 - 1/7.5 ns per byte) = 15000 bytes: below the 64 KiB floor.
-  EXPECT_EQ(t.busySender, kSingleCopyMinBytes) << why;
-  EXPECT_EQ(t.idleSender, kSingleCopyNever) << why;
+  EXPECT_EQ(t.againstTwoCopies, kSingleCopyMinBytes) << why;
+  EXPECT_EQ(t.againstOneCopy, kSingleCopyNever) << why;
   EXPECT_NE(why.find("never in one-way streams"), std::string::npos) << why;
 
   costs.callUs = 5;  // 5 us / (1/30 ns per byte) = 150000 bytes
   t = singleCopyThresholdsFor(costs, &why);
-  EXPECT_NEAR(double(t.busySender), 150000, 1) << why;
+  EXPECT_NEAR(double(t.againstTwoCopies), 150000, 1) << why;
 
-  costs.kernelGBps = 24;  // faster than one user copy: both, the idle sender from larger packets
+  costs.kernelGBps = 24;  // faster than one user copy: both, against one copy from larger packets
   costs.callUs = 2;
   t = singleCopyThresholdsFor(costs, &why);
-  EXPECT_EQ(t.busySender, kSingleCopyMinBytes) << why;  // 2 us / (1/8 ns per byte) = 16000 bytes
-  EXPECT_EQ(t.idleSender, kSingleCopyMinBytes) << why;  // 2 us / (1/24 ns per byte) = 48000 bytes
+  EXPECT_EQ(t.againstTwoCopies, kSingleCopyMinBytes) << why;  // 2 us / (1/8 ns per byte) = 16000 bytes
+  EXPECT_EQ(t.againstOneCopy, kSingleCopyMinBytes) << why;  // 2 us / (1/24 ns per byte) = 48000 bytes
   costs.callUs = 20;
   t = singleCopyThresholdsFor(costs, &why);
-  EXPECT_NEAR(double(t.idleSender), 480000, 1) << why;
-  EXPECT_NEAR(double(t.busySender), 160000, 1) << why;
+  EXPECT_NEAR(double(t.againstOneCopy), 480000, 1) << why;
+  EXPECT_NEAR(double(t.againstTwoCopies), 160000, 1) << why;
 
   costs.kernelGBps = 5;  // slower than two user copies: never
   t = singleCopyThresholdsFor(costs, &why);
-  EXPECT_EQ(t.busySender, kSingleCopyNever);
-  EXPECT_EQ(t.idleSender, kSingleCopyNever);
+  EXPECT_EQ(t.againstTwoCopies, kSingleCopyNever);
+  EXPECT_EQ(t.againstOneCopy, kSingleCopyNever);
   EXPECT_EQ(why.rfind("off: ", 0), 0u) << why;
 
   costs.failure = "process_vm_readv refused: Operation not permitted";
   t = singleCopyThresholdsFor(costs, &why);
-  EXPECT_EQ(t.busySender, kSingleCopyNever);
+  EXPECT_EQ(t.againstTwoCopies, kSingleCopyNever);
   EXPECT_NE(why.find("Operation not permitted"), std::string::npos) << why;
 }
 

@@ -162,19 +162,20 @@ class ShmChannel : public LivenessChannel {
 
   // Large packets from memory the caller keeps are lent: one slot says where
   // they lie and the peer reads them from there.
-  size_t trySendStable(const void* src, size_t n, size_t lendable, bool idleSender) override {
+  size_t trySendStable(const void* src, size_t n, size_t lendable, bool savesOneCopy) override {
     MappedRef ref;
     if (n >= mappedFrom_ && findMapped(src, n, &ref)) {
       MappedRef all;  // all of them, where one region holds them
       if (lendable > n && findMapped(src, lendable, &all)) ref = all;
       return lendMapped(ref);
     }
-    if (lendFrom_.busySender == kSingleCopyMeasured && n >= kSingleCopyMinBytes && peerReadsUs()) {
+    if (lendFrom_.againstTwoCopies == kSingleCopyMeasured && n >= kSingleCopyMinBytes && peerReadsUs()) {
       std::string why;
       lendFrom_ = measuredSingleCopyThresholds(&why);
       logSingleCopy(why);
     }
-    if (n < (idleSender ? lendFrom_.idleSender : lendFrom_.busySender) || !peerReadsUs()) return trySend(src, n);
+    if (n < (savesOneCopy ? lendFrom_.againstOneCopy : lendFrom_.againstTwoCopies) || !peerReadsUs())
+      return trySend(src, n);
     if (!slotFree()) return 0;
     n = std::min<size_t>(std::max(n, lendable), kMaxLentBytes);
     ShmLentRegion region{reinterpret_cast<uint64_t>(src), n};

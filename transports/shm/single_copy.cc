@@ -108,16 +108,16 @@ SingleCopyThresholds singleCopyThresholdsFor(const SingleCopyCosts& c, std::stri
     return {};
   }
   SingleCopyThresholds t;
-  t.busySender = breakEvenBytes(c, 2.0);
-  t.idleSender = breakEvenBytes(c, 1.0);
+  t.againstTwoCopies = breakEvenBytes(c, 2.0);
+  t.againstOneCopy = breakEvenBytes(c, 1.0);
   const std::string measured = format("measured on this host: process_vm_readv %.1f GB/s + %.1f us a call, "
                                       "memcpy %.1f GB/s", c.kernelGBps, c.callUs, c.memcpyGBps);
-  if (t.busySender == kSingleCopyNever)
+  if (t.againstTwoCopies == kSingleCopyNever)
     *why = "off: " + measured + " (slower than the ring's two copies)";
   else
-    *why = format("%s where the sender also receives (the ring's two copies), %s in one-way streams "
-                  "(the ring's copies overlap on two cores): %s",
-                  describeThreshold(t.busySender).c_str(), describeThreshold(t.idleSender).c_str(),
+    *why = format("%s where both ranks also receive plain bytes (the ring's two copies), %s in one-way "
+                  "streams and to reducing receivers (the ring costs one copy's time there): %s",
+                  describeThreshold(t.againstTwoCopies).c_str(), describeThreshold(t.againstOneCopy).c_str(),
                   measured.c_str());
   return t;
 }

@@ -43,17 +43,20 @@ constexpr size_t kSingleCopyMeasured = kSingleCopyNever - 1;
 constexpr size_t kSingleCopyMinBytes = 64 * 1024;
 size_t singleCopyThreshold(const Config& config, std::string* why);
 
-// The smallest packet lent, by what the sending rank does meanwhile.
-// A busy sender (it also receives in the same phase: an all-gather, an
-// all-to-all, a chain's middle) would make one user copy into the ring and
-// its receiver another, both on busy cores: single copy pays where
-// n / kernel + call < 2 n / memcpy. An idle sender (a one-way stream: a
-// broadcast's root, a reduce's leaf) makes its copy into the ring while the
-// receiver copies out, on two cores at once, so the ring costs one copy's
-// time: single copy pays only where n / kernel + call < n / memcpy.
+// The smallest packet lent, by how much of the ring's time lending saves.
+// Where both ranks also receive plain bytes (an all-gather, an all-to-all, a
+// chain's middle) the sender's copy into the ring and the receiver's copy out
+// both sit on busy cores, and one kernel copy replaces two user copies:
+// single copy pays where n / kernel + call < 2 n / memcpy (againstTwoCopies).
+// It replaces only one where the sender receives nothing after it (a
+// broadcast's root, a reduce's leaf: its copy into the ring runs on its
+// otherwise idle core while the receiver copies out) or where the receiver
+// reduces what it gets (it reads the ring from cache as it reduces, and
+// lending only moves the sender's copy to it as a kernel copy): single copy
+// pays there only where n / kernel + call < n / memcpy (againstOneCopy).
 struct SingleCopyThresholds {
-  size_t busySender = kSingleCopyNever;
-  size_t idleSender = kSingleCopyNever;
+  size_t againstTwoCopies = kSingleCopyNever;
+  size_t againstOneCopy = kSingleCopyNever;
 };
 // The thresholds these measured costs give (from kSingleCopyMinBytes;
 // kSingleCopyNever where the kernel copy does not pay at any size). `why`
