@@ -231,9 +231,11 @@ class PlanRunner {
   size_t sendBytes(Channel& ch, const Flow& f, Ref from, const uint8_t* p, size_t n, size_t lendable = 0) {
     const bool lend = f.lends && from.valid() && (from.buf != Buf::kSend || lendFromSend_);
     if (!lend) return ch.trySend(p, n);
-    const bool packetsCounted = f.taperTo || f.rampsUp;
-    return ch.trySendStable(p, n, packetsCounted ? n : std::max(n, lendable), f.lendingSavesOneCopy);
+    return ch.trySendStable(p, n, packetSizesCounted(f) ? n : std::max(n, lendable), f.lendingSavesOneCopy);
   }
+
+  // A tapered or ramped flow: its receivers count on its packet sizes.
+  static bool packetSizesCounted(const Flow& f) { return f.taperTo || f.rampsUp; }
 
   bool pushDesc(Channel& ch, const Flow& f, FlowState& st) {
     Span s = ch.acquireSend(kOpDescBytes);
@@ -301,10 +303,10 @@ class PlanRunner {
   // riding in it would copy the first fragment, half of a 2-rank 1 MiB
   // all-gather's block; one small packet more is nothing beside it), to a
   // peer that reads meanwhile (elsewhere plans count on a flow's packets
-  // fitting the link: Flow::peerReadsMeanwhile). Not tapered or ramped
-  // flows, whose receivers count on their packet sizes.
+  // fitting the link: Flow::peerReadsMeanwhile). Not flows whose packet
+  // sizes are counted on.
   static bool descGoesAlone(const Flow& f) {
-    return f.peerReadsMeanwhile && f.bytes > kMaxFragment && !f.taperTo && !f.rampsUp;
+    return f.peerReadsMeanwhile && f.bytes > kMaxFragment && !packetSizesCounted(f);
   }
 
   // Sends the descriptor together with the first fragment, in one packet
