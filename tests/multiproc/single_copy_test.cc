@@ -90,9 +90,13 @@ TEST(SingleCopy, ARankThatDiesWithBytesLentIsAnErrorNamingIt) {
   auto outcomes = test::runRanks(spec, [](int rank, int, strataComm_t comm, const strataUniqueId&) {
     int problems = 0;
     std::vector<float> data(1 << 22, float(rank + 1));  // 16 MiB: more than the ring holds
-    // Links are made at first use: make this one before anyone dies.
-    RANK_EXPECT(strataBroadcast(data.data(), data.data(), 1, strataFloat32, 1, comm, nullptr) == strataSuccess,
-                "the first broadcast failed: %s", strataGetLastError(comm));
+    // Links are made at first use: make this one before anyone dies. An
+    // all-reduce, not a broadcast: the root returns from it only once rank 0
+    // has finished setting the link up (and said it can read the root's
+    // memory), so that the root lends from its next call's first bytes.
+    RANK_EXPECT(strataAllReduce(data.data(), data.data(), 1, strataFloat32, strataSum, comm, nullptr) ==
+                    strataSuccess,
+                "the first all-reduce failed: %s", strataGetLastError(comm));
     if (rank == 1) {
       // The root lends its buffer and waits for rank 0, which is late: it
       // dies meanwhile, its lent bytes gone with it.

@@ -29,10 +29,10 @@ struct ShmPair {
   Config config;
   std::unique_ptr<Channel> a, b;
 
-  explicit ShmPair(size_t singleCopyBytes = 0) {
+  explicit ShmPair(size_t singleCopyBytes = 0, int slots = kSlots) {
     config.shmSingleCopyBytes = singleCopyBytes;
     config.shmSlotBytes = kSlotBytes;
-    config.shmSlots = kSlots;
+    config.shmSlots = slots;
     LinkContext ca, cb;
     ca.rank = cb.peer = 0;
     ca.peer = cb.rank = 1;
@@ -100,6 +100,52 @@ TEST(ShmChannel, PacketsOfEverySizeCrossManyWrapArounds) {
     }
   }
   EXPECT_EQ(link.a->peekRecv().data, nullptr) << "a packet appeared that was never sent";
+}
+
+// Packets `from` can send now (each one byte, tagged `tag`), up to `most`.
+int sendWhileRoom(Channel& from, uint8_t tag, int most) {
+  int sent = 0;
+  for (; sent < most; ++sent) {
+    Span out = from.acquireSend(1);
+    if (!out.data) break;
+    out.data[0] = tag;
+    from.commitSend(1);
+  }
+  return sent;
+}
+
+// A reader releases slots in batches of a quarter of the ring while it goes
+// on reading, and everything as soon as it waits: finds its inbox empty,
+// finds its own outbox full, or has progress() called (what a waiting rank
+// does on every link). So a sender never waits on a release held back.
+TEST(ShmChannel, ReleasesAreHeldBackOnlyWhileTheReaderReads) {
+  constexpr int kRing = 8;  // releases go in pairs
+  ShmPair link(0, kRing);
+  ASSERT_EQ(sendWhileRoom(*link.b, 1, 100), kRing);
+  receiveOne(*link.a);
+  EXPECT_EQ(sendWhileRoom(*link.b, 2, 100), 0) << "one packet read: its release waits for the next";
+  receiveOne(*link.a);
+  EXPECT_EQ(sendWhileRoom(*link.b, 2, 100), 2) << "two packets read: both released";
+  receiveOne(*link.a);
+  EXPECT_EQ(sendWhileRoom(*link.b, 3, 100), 0);
+  link.a->progress();
+  EXPECT_EQ(sendWhileRoom(*link.b, 3, 100), 1) << "progress() released the packet held back";
+  receiveOne(*link.a);
+  ASSERT_EQ(sendWhileRoom(*link.a, 4, 100), kRing) << "a's own outbox to b is empty";
+  EXPECT_EQ(sendWhileRoom(*link.a, 4, 100), 0);  // full: a released b's packet while it looked
+  EXPECT_EQ(sendWhileRoom(*link.b, 5, 100), 1) << "a reader whose outbox is full releases what it read";
+  // Every packet arrives, in order, once; then an empty inbox releases all.
+  std::vector<uint8_t> tags;
+  for (ConstSpan in = link.a->peekRecv(); in.data; in = link.a->peekRecv()) {
+    ASSERT_EQ(in.size, 1u);
+    tags.push_back(in.data[0]);
+    link.a->consumeRecv(1);
+  }
+  EXPECT_EQ(tags, (std::vector<uint8_t>{1, 1, 1, 1, 2, 2, 3, 5}));
+  ASSERT_EQ(sendWhileRoom(*link.b, 6, 1), 1);
+  EXPECT_EQ(receiveOne(*link.a), std::vector<uint8_t>{6});  // the 13th packet read: held back
+  EXPECT_EQ(link.a->peekRecv().data, nullptr);
+  EXPECT_EQ(sendWhileRoom(*link.b, 7, 100), kRing) << "a reader that found its inbox empty released everything";
 }
 
 TEST(ShmChannel, ImpossiblePacketLengthIsRefused) {

@@ -4,9 +4,10 @@
 // small packet (an operation header and a few values) shares one cache line
 // with its header and the reader polls that line alone. The writer fills the
 // packet, then publishes the word with a release store; the reader acquires
-// the word of the slot it expects next, reads, and releases the slot by
-// storing consumed+1 in the segment header, which the writer reads only when
-// the ring looks full.
+// the word of the slot it expects next, reads, and releases slots by storing
+// its count of packets consumed in the segment header (a few packets at a
+// time while it goes on reading, all of them when it waits), which the
+// writer reads only when the ring looks full.
 //
 // A slot may instead hold a lent region (single copy, single_copy.h): the
 // word's kLentRegion bit is set and the payload is a ShmLentRegion, where the
@@ -54,6 +55,21 @@ inline size_t shmSlotStride(size_t slotBytes) { return (kShmSlotHeaderBytes + sl
 // `bytes` < 2^31; `flags` 0 or kLentRegion.
 inline uint64_t shmSlotWord(uint64_t packet, size_t bytes, uint64_t flags = 0) {
   return ((packet + 1) << 32) | uint64_t(uint32_t(bytes)) | flags;
+}
+
+// Asks for the cache lines of [p, p + bytes) with intent to write (x86
+// PREFETCHW; a no-op where the CPU lacks it), without waiting: a writer that
+// takes a slot's lines back from the reader this way before it fills them
+// does not stall its later stores on the transfer.
+inline void prefetchForWrite(const void* p, size_t bytes) {
+  const char* line = static_cast<const char*>(p);
+  for (const char* end = line + bytes; line < end; line += 64) {
+#if defined(__x86_64__)
+    asm volatile("prefetchw %0" ::"m"(*line));
+#else
+    __builtin_prefetch(line, 1);
+#endif
+  }
 }
 
 // A mapped inbox segment (ours or the peer's). Unmaps on destruction. The

@@ -145,7 +145,8 @@ class ShmChannel : public LivenessChannel {
   ShmChannel(std::unique_ptr<ShmSegment> inbox, std::unique_ptr<ShmSegment> outbox, Fd socket,
              int peer, pid_t peerProcess, pid_t peerPid, size_t lendFrom, size_t mappedFrom)
       : LivenessChannel(std::move(socket), peer), inbox_(std::move(inbox)), outbox_(std::move(outbox)),
-        peerProcess_(peerProcess), peerPid_(peerPid), lendFrom_{lendFrom, lendFrom}, mappedFrom_(mappedFrom) {}
+        peerProcess_(peerProcess), peerPid_(peerPid), lendFrom_{lendFrom, lendFrom}, mappedFrom_(mappedFrom),
+        releaseEvery_(std::max<uint32_t>(1, inbox_->slots() / 4)) {}
 
   const char* transportName() const override { return "shm"; }
 
@@ -158,6 +159,14 @@ class ShmChannel : public LivenessChannel {
   void commitSend(size_t bytes) override {
     outbox_->slotHeader(produced_)->word.store(shmSlotWord(produced_, bytes), std::memory_order_release);
     ++produced_;
+    // The next packet likely has this one's size (a stream of equal calls).
+    // Its slot's lines were last read by the peer: where the slot is known
+    // free, take them for writing now, while this packet travels, so that
+    // filling it does not wait for them (measured: a 2-rank 32-byte
+    // broadcast 0.38 -> 0.31 us a call).
+    if (produced_ - peerConsumed_ < outbox_->slots())
+      prefetchForWrite(outbox_->slotHeader(produced_),
+                       std::min(kShmSlotHeaderBytes + bytes, kPrefetchedForWriteBytes));
   }
 
   // Large packets from memory the caller keeps are lent: one slot says where
@@ -221,12 +230,14 @@ class ShmChannel : public LivenessChannel {
   void consumeRecv(size_t n) override {
     offset_ += n;
     if (offset_ >= length_) {
+      const bool wasLent = lent_;
       offset_ = 0;
       length_ = kNoPacket;
       lent_ = false;
       mappedAt_ = nullptr;
       bouncedFrom_ = bounced_ = 0;
-      inbox_->header()->consumed.store(++consumed_, std::memory_order_release);
+      // A lent region's release gives the sender its buffer back: at once.
+      if (++consumed_ - released_ >= releaseEvery_ || wasLent) release();
       // Start fetching the next packet's line: a sender running ahead (a
       // stream of small broadcasts or reduces) has written it already, and
       // its transfer then overlaps this rank's work between packets.
@@ -234,14 +245,26 @@ class ShmChannel : public LivenessChannel {
     }
   }
 
-  bool progress() override { return false; }
+  // Called by a waiting rank for every link: nothing held back while it waits.
+  bool progress() override {
+    if (released_ != consumed_) release();
+    return false;
+  }
 
  private:
   static constexpr size_t kNoPacket = ~size_t(0);
   static constexpr size_t kMaxLentBytes = size_t(1) << 30;
   static constexpr size_t kBounceBytes = 256 * 1024;
+  // The most of the next slot commitSend takes ahead (larger packets take
+  // long enough to copy that the transfer does not show).
+  static constexpr size_t kPrefetchedForWriteBytes = 512;
   // How long a failed read of a lent region waits for the lender's ABORT.
   static constexpr int kAbortGraceMs = 200;
+
+  void release() {
+    inbox_->header()->consumed.store(consumed_, std::memory_order_release);
+    released_ = consumed_;
+  }
 
   // Reads `n` bytes of the lent region at the current offset. A lender that
   // found an error (a mismatch) sends its ABORT and exits, so the read can
@@ -268,6 +291,7 @@ class ShmChannel : public LivenessChannel {
     // Looks full: only now read what the peer has released (its line).
     peerConsumed_ = outbox_->header()->consumed.load(std::memory_order_acquire);
     if (produced_ - peerConsumed_ < outbox_->slots()) return true;
+    if (released_ != consumed_) release();  // the peer may be waiting for ours
     if (live_.gone()) live_.throwIfGone();
     return false;
   }
@@ -283,6 +307,7 @@ class ShmChannel : public LivenessChannel {
   // Whether a packet is there to read (sets length_); throws if none will come.
   bool havePacket() {
     if (length_ != kNoPacket || takePacket()) return true;
+    if (released_ != consumed_) release();  // nothing more to read now
     if (!live_.gone()) return false;
     // The peer may have published its last packet before closing: look once more.
     if (!takePacket()) live_.throwIfGone();
@@ -331,6 +356,17 @@ class ShmChannel : public LivenessChannel {
   uint64_t peerConsumed_ = 0;  // packets the peer had released when last read
   uint64_t lentUntil_ = 0;     // packets up to the last lent region (its number + 1)
   uint64_t consumed_ = 0;      // packets consumed from our inbox
+  // Packets released to the peer (stored in our inbox's header): consumed_,
+  // or fewer than releaseEvery_ behind it while this side goes on reading.
+  // A release moves the header's line here, and the sender's next look at a
+  // full ring moves it back: in a stream of tiny calls, twice per packet.
+  // Releasing every releaseEvery_ packets instead measured a 2-rank 128-byte
+  // reduce 0.32 -> 0.24 us a call. Whenever this side waits (no packet in,
+  // no slot out, a waiting rank's progress()) it releases everything, so a
+  // sender never waits on a release held back; while the reader is away,
+  // the sender's ring holds at most releaseEvery_ - 1 packets fewer.
+  uint64_t released_ = 0;
+  const uint32_t releaseEvery_;  // a quarter of the ring, at least 1 (every packet)
   size_t length_ = kNoPacket;  // bytes of packet consumed_, once published
   size_t offset_ = 0;          // bytes consumed of the current packet
   // The current packet is a lent region at lentAddress_ in the peer; bytes
