@@ -146,6 +146,15 @@ TEST(ShmChannel, ReleasesAreHeldBackOnlyWhileTheReaderReads) {
   EXPECT_EQ(receiveOne(*link.a), std::vector<uint8_t>{6});  // the 13th packet read: held back
   EXPECT_EQ(link.a->peekRecv().data, nullptr);
   EXPECT_EQ(sendWhileRoom(*link.b, 7, 100), kRing) << "a reader that found its inbox empty released everything";
+  // A large packet is released as soon as it is read.
+  for (int i = 0; i < kRing; ++i) receiveOne(*link.a);
+  ASSERT_EQ(link.a->peekRecv().data, nullptr);
+  Span big = link.b->acquireSend(kSlotBytes);
+  ASSERT_EQ(big.size, kSlotBytes);
+  std::memset(big.data, 8, kSlotBytes);
+  link.b->commitSend(kSlotBytes);
+  EXPECT_EQ(receiveOne(*link.a), std::vector<uint8_t>(kSlotBytes, 8));
+  EXPECT_EQ(sendWhileRoom(*link.b, 9, 100), kRing);
 }
 
 TEST(ShmChannel, ImpossiblePacketLengthIsRefused) {

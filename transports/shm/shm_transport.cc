@@ -230,14 +230,15 @@ class ShmChannel : public LivenessChannel {
   void consumeRecv(size_t n) override {
     offset_ += n;
     if (offset_ >= length_) {
-      const bool wasLent = lent_;
+      // A lent region's release gives the sender its buffer back, and a
+      // large packet's copy dwarfs the moves of the line: at once.
+      const bool releaseNow = lent_ || length_ > kBatchedReleaseBytes;
       offset_ = 0;
       length_ = kNoPacket;
       lent_ = false;
       mappedAt_ = nullptr;
       bouncedFrom_ = bounced_ = 0;
-      // A lent region's release gives the sender its buffer back: at once.
-      if (++consumed_ - released_ >= releaseEvery_ || wasLent) release();
+      if (++consumed_ - released_ >= releaseEvery_ || releaseNow) release();
       // Start fetching the next packet's line: a sender running ahead (a
       // stream of small broadcasts or reduces) has written it already, and
       // its transfer then overlaps this rank's work between packets.
@@ -258,6 +259,8 @@ class ShmChannel : public LivenessChannel {
   // The most of the next slot commitSend takes ahead (larger packets take
   // long enough to copy that the transfer does not show).
   static constexpr size_t kPrefetchedForWriteBytes = 512;
+  // The largest packet whose release may be held back (released_).
+  static constexpr size_t kBatchedReleaseBytes = 2048;
   // How long a failed read of a lent region waits for the lender's ABORT.
   static constexpr int kAbortGraceMs = 200;
 
@@ -357,7 +360,8 @@ class ShmChannel : public LivenessChannel {
   uint64_t lentUntil_ = 0;     // packets up to the last lent region (its number + 1)
   uint64_t consumed_ = 0;      // packets consumed from our inbox
   // Packets released to the peer (stored in our inbox's header): consumed_,
-  // or fewer than releaseEvery_ behind it while this side goes on reading.
+  // or fewer than releaseEvery_ behind it while this side goes on reading
+  // packets of up to kBatchedReleaseBytes.
   // A release moves the header's line here, and the sender's next look at a
   // full ring moves it back: in a stream of tiny calls, twice per packet.
   // Releasing every releaseEvery_ packets instead measured a 2-rank 128-byte
