@@ -248,7 +248,7 @@ class ShmChannel : public LivenessChannel {
 
   // Called by a waiting rank for every link: nothing held back while it waits.
   bool progress() override {
-    if (released_ != consumed_) release();
+    release();
     return false;
   }
 
@@ -264,7 +264,9 @@ class ShmChannel : public LivenessChannel {
   // How long a failed read of a lent region waits for the lender's ABORT.
   static constexpr int kAbortGraceMs = 200;
 
+  // Releases every packet consumed and not yet released (none: no store).
   void release() {
+    if (released_ == consumed_) return;
     inbox_->header()->consumed.store(consumed_, std::memory_order_release);
     released_ = consumed_;
   }
@@ -294,7 +296,7 @@ class ShmChannel : public LivenessChannel {
     // Looks full: only now read what the peer has released (its line).
     peerConsumed_ = outbox_->header()->consumed.load(std::memory_order_acquire);
     if (produced_ - peerConsumed_ < outbox_->slots()) return true;
-    if (released_ != consumed_) release();  // the peer may be waiting for ours
+    release();  // the peer may be waiting for ours
     if (live_.gone()) live_.throwIfGone();
     return false;
   }
@@ -310,7 +312,7 @@ class ShmChannel : public LivenessChannel {
   // Whether a packet is there to read (sets length_); throws if none will come.
   bool havePacket() {
     if (length_ != kNoPacket || takePacket()) return true;
-    if (released_ != consumed_) release();  // nothing more to read now
+    release();  // nothing more to read now
     if (!live_.gone()) return false;
     // The peer may have published its last packet before closing: look once more.
     if (!takePacket()) live_.throwIfGone();
