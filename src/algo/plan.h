@@ -187,21 +187,13 @@ struct OpDesc {
   uint32_t layout = 0;
   std::string describe() const;
 };
-// On the wire a descriptor is 24 bytes, so that a slot's 8-byte word, the
-// descriptor and up to 32 bytes of data share one 64-byte cache line (a tiny
-// call's whole packet: the reader's second line was a fifth of its time). To
-// fit, `count` travels as its low 48 bits (request.cc keeps every count's
-// bytes below 2^48) and `seq` as its low 32: the receiver widens it back
-// against its own (widenSeq), as peers' sequence numbers are never 2^31 apart.
-constexpr size_t kOpDescBytes = 24;
-// Where the encoded descriptor holds `seq`'s low 32 bits: the only field that
+constexpr size_t kOpDescBytes = 32;
+// Where the encoded descriptor holds `seq` (8 bytes): the only field that
 // changes between repeated calls (exec/tiny_run.cc patches it).
-constexpr size_t kOpDescSeqOffset = 20;
+constexpr size_t kOpDescSeqOffset = 24;
 void encodeOpDesc(const OpDesc& d, uint8_t out[kOpDescBytes]);
-// `out->seq` is the low 32 bits sent: widenSeq it before comparing.
 bool decodeOpDesc(const uint8_t in[kOpDescBytes], OpDesc* out);
-// The sequence number whose low 32 bits are `low32` nearest to `near`.
-uint64_t widenSeq(uint64_t near, uint64_t low32);
+// Whether a descriptor received from `sender` matches what this rank posted.
 bool descMatches(const OpDesc& mine, const OpDesc& theirs);
 
 struct Phase {

@@ -61,8 +61,7 @@ class TinyRun {
   TinyRun(LinkSet& links, const TinyPlan& tiny, const Plan& plan, const Buffers& bufs, ExecProbe* probe)
       : links_(links), tiny_(tiny), plan_(plan), probe_(probe) {
     std::memcpy(desc_, tiny.desc, kOpDescBytes);
-    const uint32_t seq = uint32_t(plan.ops[0].seq);  // its low 32 bits, as encodeOpDesc sends it
-    std::memcpy(desc_ + kOpDescSeqOffset, &seq, sizeof seq);
+    std::memcpy(desc_ + kOpDescSeqOffset, &plan.ops[0].seq, sizeof(uint64_t));
     base_[size_t(Buf::kSend)] = static_cast<uint8_t*>(const_cast<void*>(bufs.send));
     base_[size_t(Buf::kRecv)] = static_cast<uint8_t*>(bufs.recv);
     base_[size_t(Buf::kScratch)] = plan.scratchBytes ? links.scratch(plan.scratchBytes) : nullptr;

@@ -1,8 +1,8 @@
 // The layout of one shm inbox segment: a header, then `slots` slots of
-// `slotStride` bytes. Each slot starts with an 8-byte slot header, the word
-// (packet number + 1) << 32 | length; the packet's bytes follow it, so a
-// small packet (a 24-byte operation descriptor and up to 32 bytes of values)
-// shares one cache line with its word and the reader polls that line alone. The writer fills the
+// `slotStride` bytes. Each slot starts with a 16-byte slot header whose word
+// holds (packet number + 1) << 32 | length; the packet's bytes follow it, so a
+// small packet (an operation header and a few values) shares one cache line
+// with its header and the reader polls that line alone. The writer fills the
 // packet, then publishes the word with a release store; the reader acquires
 // the word of the slot it expects next, reads, and releases slots by storing
 // its count of packets consumed in the segment header (a few packets at a
@@ -25,7 +25,7 @@
 namespace strata {
 
 constexpr int kMaxShmSlots = 64;
-constexpr size_t kShmSlotHeaderBytes = 8;
+constexpr size_t kShmSlotHeaderBytes = 16;
 
 struct ShmRingHeader {
   alignas(64) std::atomic<uint64_t> consumed;  // packets the reader has released
