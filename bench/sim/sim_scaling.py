@@ -44,13 +44,14 @@ SCENARIOS = [("as built", []), ("node 0's NIC at half speed", ["--slow-node", "0
 
 
 DEFAULT_NODES = "8,64,512,4096"
+DEFAULT_SIZES = "64K,1M,16M,256M"
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--nodes", default=DEFAULT_NODES)
     p.add_argument("--per-node", default="8")
-    p.add_argument("--sizes", default="64K,1M,16M,256M")
+    p.add_argument("--sizes", default=DEFAULT_SIZES)
     p.add_argument("--rails", default="1", help="the links each node's network is made of (strata-sim --rails)")
     p.add_argument("--max-messages", default="2e6")
     p.add_argument("--check-reduced", default="64")
@@ -208,7 +209,8 @@ def replay_algorithms(args):
         f"Rows of {', '.join(algos)} ({', '.join(args.colls.split(','))}) replayed and added "
         f"(`sim_scaling.py --algos {args.algos} --colls {args.colls}"
         f"{f' --rails {args.rails}' if args.rails != '1' else ''}"
-        f"{f' --nodes {args.nodes}' if args.nodes != DEFAULT_NODES else ''}`, {time.strftime('%Y-%m-%d')}, "
+        f"{f' --nodes {args.nodes}' if args.nodes != DEFAULT_NODES else ''}"
+        f"{f' --sizes {args.sizes}' if args.sizes != DEFAULT_SIZES else ''}`, {time.strftime('%Y-%m-%d')}, "
         f"{(time.time() - started) / 60:.0f} minutes); the other rows, scenarios and FSDP step as they were.")
     json.dump(saved, open(args.out, "w"), indent=0)
 
