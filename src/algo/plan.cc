@@ -39,35 +39,51 @@ std::string OpDesc::describe() const {
   return s;
 }
 
-// Layout: magic(2) coll(1) dtype(1) redop(1) pad(1) fusedTensors(2) root(4) layout(4)
-// count(8) seq(8).
-void encodeOpDesc(const OpDesc& d, uint8_t out[kOpDescBytes]) {
-  std::memset(out, 0, kOpDescBytes);
-  out[0] = 0x5d;
-  out[1] = 0xe5;
-  out[2] = uint8_t(d.coll);
-  out[3] = uint8_t(d.dtype);
-  out[4] = uint8_t(d.redop);
-  std::memcpy(out + 6, &d.fusedTensors, 2);
-  std::memcpy(out + 8, &d.root, 4);
-  std::memcpy(out + 12, &d.layout, 4);
-  std::memcpy(out + 16, &d.count, 8);
-  std::memcpy(out + kOpDescSeqOffset, &d.seq, 8);
+// Layout: magic(1) coll(1) dtype(1) redop(1) root(4) count(6) fusedTensors(2)
+// layout(4) seq(4); padded, 8 zero bytes more (the magic says which).
+constexpr uint8_t kDescMagic = 0x5d, kPaddedDescMagic = 0x5e;
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "descriptors are encoded as little-endian integers");
+
+void encodeOpDesc(const OpDesc& d, uint8_t* out, bool padded) {
+  const uint64_t count = d.count;  // below 2^48 (request.cc); the top 16 bits are not sent
+  const uint32_t seq = uint32_t(d.seq);
+  out[0] = padded ? kPaddedDescMagic : kDescMagic;
+  out[1] = uint8_t(d.coll);
+  out[2] = uint8_t(d.dtype);
+  out[3] = uint8_t(d.redop);
+  std::memcpy(out + 4, &d.root, 4);
+  std::memcpy(out + 8, &count, 6);  // little-endian: the low 48 bits
+  std::memcpy(out + 14, &d.fusedTensors, 2);
+  std::memcpy(out + 16, &d.layout, 4);
+  std::memcpy(out + kOpDescSeqOffset, &seq, 4);
+  if (padded) std::memset(out + kOpDescBytes, 0, kOpDescPaddedBytes - kOpDescBytes);
 }
 
+size_t opDescBytes(const uint8_t* in) { return in[0] == kPaddedDescMagic ? kOpDescPaddedBytes : kOpDescBytes; }
+
 bool decodeOpDesc(const uint8_t in[kOpDescBytes], OpDesc* out) {
-  if (in[0] != 0x5d || in[1] != 0xe5) return false;
-  if (in[2] < uint8_t(Coll::kAllReduce) || in[2] > uint8_t(Coll::kBarrier)) return false;
-  if (!validDtype(in[3]) || !validRedOp(in[4])) return false;
-  out->coll = Coll(in[2]);
-  out->dtype = strataDataType_t(in[3]);
-  out->redop = strataRedOp_t(in[4]);
-  std::memcpy(&out->fusedTensors, in + 6, 2);
-  std::memcpy(&out->root, in + 8, 4);
-  std::memcpy(&out->layout, in + 12, 4);
-  std::memcpy(&out->count, in + 16, 8);
-  std::memcpy(&out->seq, in + kOpDescSeqOffset, 8);
+  if (in[0] != kDescMagic && in[0] != kPaddedDescMagic) return false;
+  if (in[1] < uint8_t(Coll::kAllReduce) || in[1] > uint8_t(Coll::kBarrier)) return false;
+  if (!validDtype(in[2]) || !validRedOp(in[3])) return false;
+  out->coll = Coll(in[1]);
+  out->dtype = strataDataType_t(in[2]);
+  out->redop = strataRedOp_t(in[3]);
+  std::memcpy(&out->root, in + 4, 4);
+  uint64_t count = 0;
+  std::memcpy(&count, in + 8, 6);
+  out->count = count;
+  std::memcpy(&out->fusedTensors, in + 14, 2);
+  std::memcpy(&out->layout, in + 16, 4);
+  uint32_t seq;
+  std::memcpy(&seq, in + kOpDescSeqOffset, 4);
+  out->seq = seq;
   return true;
+}
+
+uint64_t widenSeq(uint64_t near, uint64_t low32) {
+  const int64_t delta = int32_t(uint32_t(low32) - uint32_t(near));
+  if (delta < 0 && uint64_t(-delta) > near) return uint32_t(low32);  // before 0: take it as sent
+  return near + uint64_t(delta);
 }
 
 bool descMatches(const OpDesc& mine, const OpDesc& theirs) {

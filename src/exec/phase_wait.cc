@@ -13,6 +13,7 @@ void checkPeerDescriptor(LinkSet& links, const OpDesc& mine, int peer, const uin
     fail(strataMismatch, "rank %d expected %s from rank %d but received data that is not an "
                          "operation header (rank %d is running a different operation)",
          links.rank(), mine.describe().c_str(), peer, peer);
+  theirs.seq = widenSeq(mine.seq, theirs.seq);
   links.noteArrival(peer, theirs);
   if (!descMatches(mine, theirs))
     fail(strataMismatch, "mismatch: rank %d called %s but rank %d called %s", links.rank(),

@@ -16,11 +16,13 @@ namespace strata {
 namespace {
 
 // Bytes of `count` elements times `blocks`, or an error naming the overflow.
+// At most 2^48 - 1 (256 TiB, beyond a 48-bit address space): the operation
+// descriptor sends counts as 48 bits (algo/plan.h).
 size_t bytesOf(const char* fn, size_t count, size_t elem, size_t blocks) {
   size_t bytes;
   if (__builtin_mul_overflow(count, elem, &bytes) || __builtin_mul_overflow(bytes, blocks, &bytes) ||
-      bytes > (size_t(1) << 62))
-    fail(strataInvalidArgument, "%s: count %zu x %zu bytes x %zu blocks overflows the address space",
+      bytes >= (size_t(1) << 48))
+    fail(strataInvalidArgument, "%s: count %zu x %zu bytes x %zu blocks overflows the address space (256 TiB or more)",
          fn, count, elem, blocks);
   return bytes;
 }

@@ -46,6 +46,9 @@ TEST(BadInput, EveryBadArgumentGetsACodeAndASentence) {
                strataInvalidArgument, "overflow", "count overflow");
     expectCode(strataAllGather(buf.data(), out.data(), SIZE_MAX / 5, strataFloat64, comm, nullptr),
                strataInvalidArgument, "overflow", "all-gather count overflow");
+    // 2^48 bytes: more than any address space, and more than a descriptor's 48-bit count.
+    expectCode(strataAllReduce(buf.data(), out.data(), size_t(1) << 46, strataFloat32, strataSum, comm, nullptr),
+               strataInvalidArgument, "256 TiB", "count of 2^48 bytes");
     expectCode(strataAllReduce(buf.data(), out.data(), 8, strataDataType_t(99), strataSum, comm, nullptr),
                strataInvalidArgument, "datatype", "bad dtype");
     expectCode(strataAllReduce(buf.data(), out.data(), 8, strataFloat32, strataRedOp_t(42), comm, nullptr),

@@ -1,6 +1,7 @@
 // The shm channel (transports/shm) between two ends in one process: packets
-// of every size cross the ring through many wrap-arounds intact, a full ring
-// refuses more, a peer's impossible packet length is refused, and a closed
+// of every size cross the ring through many wrap-arounds intact, tiny ones in
+// the word's cache line, a full ring refuses more, a peer's impossible packet
+// length is refused, and a closed
 // peer is reported after its last packet is read.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -157,9 +158,41 @@ TEST(ShmChannel, ReleasesAreHeldBackOnlyWhileTheReaderReads) {
   EXPECT_EQ(sendWhileRoom(*link.b, 9, 100), kRing);
 }
 
+// A packet of up to kShmCompactBytes is one cache line with the slot's word
+// (its bytes right after the word); a longer one starts after the 16-byte
+// header (its copies keep that alignment). Both kinds, mixed, cross the ring
+// intact, each read where its length says, also where the writer asked for
+// room for a long packet and wrote a compact one.
+TEST(ShmChannel, TinyPacketsShareTheWordsLineAndLongerOnesKeepTheirAlignment) {
+  ShmPair link;
+  std::mt19937 rng(11);
+  const std::vector<size_t> sizes{0, 1, 8, 24, 32, kShmCompactBytes - 1, kShmCompactBytes, kShmCompactBytes + 1,
+                                  64, 1021, kSlotBytes};
+  auto placed = [](size_t bytes) { return bytes <= kShmCompactBytes ? kShmCompactOffset : kShmSlotHeaderBytes; };
+  for (int i = 0; i < 1000; ++i) {
+    const size_t asked = sizes[rng() % sizes.size()];
+    size_t n = asked;  // sometimes fewer than asked for: one less, or a few bytes
+    if (asked && rng() % 4 == 0) n = rng() % 2 ? asked - 1 : rng() % std::min<size_t>(asked, 9);
+    Span out = link.b->acquireSend(asked);
+    ASSERT_NE(out.data, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(out.data) % 64, placed(asked)) << asked << " bytes asked";
+    std::vector<uint8_t> packet(n);
+    for (uint8_t& x : packet) x = uint8_t(rng());
+    if (n) std::memcpy(out.data, packet.data(), n);
+    link.b->commitSend(n);
+    ConstSpan in = link.a->peekRecv();
+    ASSERT_EQ(in.size, n);
+    if (n) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(in.data) % 64, placed(n)) << n << " bytes of " << asked << " asked";
+      EXPECT_EQ(std::vector<uint8_t>(in.data, in.data + n), packet) << i;
+    }
+    link.a->consumeRecv(n);
+  }
+}
+
 TEST(ShmChannel, ImpossiblePacketLengthIsRefused) {
   ShmPair link;
-  Span out = link.b->acquireSend(8);
+  Span out = link.b->acquireSend(kShmCompactBytes + 1);  // a packet that starts after the slot header
   ASSERT_NE(out.data, nullptr);
   // A misbehaving peer publishes packet 0 with a length past its slot.
   auto* slot = reinterpret_cast<ShmSlotHeader*>(out.data - kShmSlotHeaderBytes);
@@ -262,7 +295,7 @@ TEST(ShmChannel, ALentRegionThatCannotBeReadIsRefused) {
   // A misbehaving peer lends a region at address 8, which nothing maps:
   // EFAULT, reported as the peer's fault.
   ASSERT_EQ(link.b->trySendStable(buffer.data(), buffer.size(), buffer.size(), false), buffer.size());
-  Span next = link.b->acquireSend(8);  // the next slot, right after the region's
+  Span next = link.b->acquireSend(kShmCompactBytes + 1);  // the next slot's bytes, placed as the region's
   ASSERT_NE(next.data, nullptr);
   auto* lent = reinterpret_cast<ShmLentRegion*>(next.data - shmSlotStride(kSlotBytes));
   lent->address = 8;

@@ -141,8 +141,77 @@ TEST(OpDesc, RoundTripsAndMatchesOnlyTheSameCall) {
   c.coll = Coll::kAllReduce;
   EXPECT_FALSE(descMatches(a, c));
   EXPECT_NE(a.describe().find("count=1048579"), std::string::npos) << a.describe();
-  buf[2] = 200;  // unknown collective
+  buf[1] = 200;  // unknown collective
   EXPECT_FALSE(decodeOpDesc(buf, &b));
+}
+
+// A descriptor is 24 bytes on the wire: counts travel as 48 bits and sequence
+// numbers as their low 32, widened back against the receiver's own.
+TEST(OpDesc, LargeCountsAndSequenceNumbersPastTwoToThe32Survive) {
+  OpDesc a;
+  a.coll = Coll::kAllGather;
+  a.dtype = strataUint8;
+  a.count = (uint64_t(1) << 48) - 3;
+  a.seq = (uint64_t(5) << 32) + 7;
+  a.fusedTensors = 65535;
+  a.layout = 0xdeadbeef;
+  a.root = -1;
+  uint8_t buf[kOpDescBytes];
+  encodeOpDesc(a, buf);
+  OpDesc b;
+  ASSERT_TRUE(decodeOpDesc(buf, &b));
+  EXPECT_EQ(b.count, a.count);
+  EXPECT_EQ(b.fusedTensors, a.fusedTensors);
+  EXPECT_EQ(b.layout, a.layout);
+  EXPECT_EQ(b.root, -1);
+  EXPECT_EQ(b.seq, 7u);  // the low 32 bits
+  b.seq = widenSeq(a.seq, b.seq);
+  EXPECT_EQ(b.seq, a.seq);
+  EXPECT_TRUE(descMatches(a, b));
+  // A peer a few calls behind or ahead, across a 2^32 boundary either way.
+  const uint64_t mine = uint64_t(1) << 32;
+  EXPECT_EQ(widenSeq(mine, uint32_t(mine - 3)), mine - 3);
+  EXPECT_EQ(widenSeq(mine - 2, uint32_t(mine + 4)), mine + 4);
+  EXPECT_EQ(widenSeq(mine + 9, uint32_t(mine + 9)), mine + 9);
+  // Near 0 nothing wraps below it; send / receive descriptors carry 0.
+  EXPECT_EQ(widenSeq(2, 0xfffffff0u), 0xfffffff0u);
+  EXPECT_EQ(widenSeq(0, 0), 0u);
+  // Any bit of the 48 that differs is a mismatch.
+  OpDesc c = a;
+  c.count = a.count ^ (uint64_t(1) << 47);
+  encodeOpDesc(c, buf);
+  ASSERT_TRUE(decodeOpDesc(buf, &b));
+  b.seq = widenSeq(a.seq, b.seq);
+  EXPECT_FALSE(descMatches(a, b));
+}
+
+// In front of more than 32 bytes of values the general executor pads the
+// descriptor to 32 bytes; the first byte says so, and either form decodes to
+// the same call.
+TEST(OpDesc, PaddedDescriptorsSayHowLongTheyAreAndDecodeAlike) {
+  OpDesc a;
+  a.coll = Coll::kBroadcast;
+  a.dtype = strataFloat64;
+  a.root = 3;
+  a.count = 65537;
+  a.seq = 12;
+  uint8_t plain[kOpDescPaddedBytes], padded[kOpDescPaddedBytes];
+  std::memset(plain, 0xab, sizeof plain);
+  std::memset(padded, 0xab, sizeof padded);
+  encodeOpDesc(a, plain);
+  encodeOpDesc(a, padded, true);
+  EXPECT_EQ(opDescBytes(plain), kOpDescBytes);
+  EXPECT_EQ(opDescBytes(padded), kOpDescPaddedBytes);
+  EXPECT_EQ(plain[kOpDescBytes], 0xab) << "an unpadded descriptor wrote past its 24 bytes";
+  for (size_t i = kOpDescBytes; i < kOpDescPaddedBytes; ++i) EXPECT_EQ(padded[i], 0) << i;
+  OpDesc b, c;
+  ASSERT_TRUE(decodeOpDesc(plain, &b));
+  ASSERT_TRUE(decodeOpDesc(padded, &c));
+  EXPECT_TRUE(descMatches(a, b));
+  EXPECT_TRUE(descMatches(a, c));
+  EXPECT_EQ(opDescBytesBefore(0), kOpDescBytes);
+  EXPECT_EQ(opDescBytesBefore(kOpDescUnpaddedValues), kOpDescBytes);
+  EXPECT_EQ(opDescBytesBefore(kOpDescUnpaddedValues + 1), kOpDescPaddedBytes);
 }
 
 TEST(OpDesc, SendMatchesRecvOfSameSizeAndType) {

@@ -152,11 +152,16 @@ class ShmChannel : public LivenessChannel {
 
   Span acquireSend(size_t maxBytes) override {
     if (!slotFree()) return {};
+    compactOut_ = maxBytes <= kShmCompactBytes;
     size_t capacity = outbox_->slotBytes();
-    return {outbox_->payload(produced_), maxBytes < capacity ? maxBytes : capacity};
+    return {outbox_->payload(produced_, compactOut_), maxBytes < capacity ? maxBytes : capacity};
   }
 
   void commitSend(size_t bytes) override {
+    // A packet's length says where its bytes start (shm_ring.h): one
+    // written after the header but short enough to be compact moves up.
+    if (bytes <= kShmCompactBytes && !compactOut_) [[unlikely]]
+      std::memmove(outbox_->payload(produced_, true), outbox_->payload(produced_), bytes);
     outbox_->slotHeader(produced_)->word.store(shmSlotWord(produced_, bytes), std::memory_order_release);
     ++produced_;
     // The next packet likely has this one's size (a stream of equal calls).
@@ -205,7 +210,15 @@ class ShmChannel : public LivenessChannel {
 
   ConstSpan peekRecv() override {
     if (!havePacket()) return {};
-    if (!lent_) return {inbox_->payload(consumed_) + offset_, length_ - offset_};
+    if (!lent_) {
+      // A branch, not a select: the reads of a longer packet's lines are
+      // then issued on the prediction, beside the word's line, instead of
+      // waiting for its length to arrive (measured with a select, 2 ranks:
+      // 128-512 B reduce-scatters and all-reduces 6-13% slower).
+      if (length_ <= kShmCompactBytes) [[unlikely]]
+        return {inbox_->payload(consumed_, true) + offset_, length_ - offset_};
+      return {inbox_->payload(consumed_) + offset_, length_ - offset_};
+    }
     if (mappedAt_) return {mappedAt_ + offset_, length_ - offset_};  // in place: zero copy
     // A lent region read by a consumer that wants it in memory (a reduction,
     // a forward): in pieces into a buffer of this side's that stays in cache.
@@ -374,6 +387,7 @@ class ShmChannel : public LivenessChannel {
   uint64_t released_ = 0;
   const uint32_t releaseEvery_;  // a quarter of the ring, at least 1 (every packet)
   size_t length_ = kNoPacket;  // bytes of packet consumed_, once published
+  bool compactOut_ = false;    // the packet acquireSend gave out is compact
   size_t offset_ = 0;          // bytes consumed of the current packet
   // The current packet is a lent region at lentAddress_ in the peer; bytes
   // [bouncedFrom_, bouncedFrom_ + bounced_) of it have been read into bounce_.
