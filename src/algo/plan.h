@@ -194,12 +194,12 @@ struct OpDesc {
 // bytes below 2^48) and `seq` as its low 32: the receiver widens it back
 // against its own (widenSeq), as peers' sequence numbers are never 2^31 apart.
 constexpr size_t kOpDescBytes = 24;
-// In front of more than kOpDescUnpaddedValues bytes of values the general
-// executor pads the descriptor to kOpDescPaddedBytes (its first byte says
-// so), so that the values start where they did behind the 32-byte
-// descriptor of before: 16 bytes past a line in a shm slot, the offset its
-// copies and reductions are fastest at (behind 24 bytes, a 2-rank 256 KiB
-// broadcast took 1.2x as long).
+// In front of more than kOpDescUnpaddedValues bytes of values a sender (the
+// general executor and the tiny path alike) pads the descriptor to
+// kOpDescPaddedBytes (its first byte says so), so that the values start
+// where they did behind the 32-byte descriptor of before: 16 bytes past a
+// line in a shm slot, the offset its copies and reductions are fastest at
+// (behind 24 bytes, a 2-rank 256 KiB broadcast took 1.2x as long).
 constexpr size_t kOpDescPaddedBytes = 32;
 constexpr size_t kOpDescUnpaddedValues = 32;
 // Where the encoded descriptor holds `seq`'s low 32 bits: the only field that

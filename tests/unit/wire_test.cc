@@ -185,8 +185,8 @@ TEST(OpDesc, LargeCountsAndSequenceNumbersPastTwoToThe32Survive) {
   EXPECT_FALSE(descMatches(a, b));
 }
 
-// In front of more than 32 bytes of values the general executor pads the
-// descriptor to 32 bytes; the first byte says so, and either form decodes to
+// In front of more than 32 bytes of values a sender pads the descriptor to
+// 32 bytes; the first byte says so, and either form decodes to
 // the same call.
 TEST(OpDesc, PaddedDescriptorsSayHowLongTheyAreAndDecodeAlike) {
   OpDesc a;
