@@ -157,7 +157,11 @@ class TinyRun {
         f.in->consumeRecv(expected);
       } else {  // fields a match may differ in, the other form (a general sender's), or a mismatch
         checkPeerDescriptor(links_, plan_.ops[0], f.peer, s.data);
-        f.in->consumeRecv(opDescBytes(s.data));  // a shm packet: its padding is in it
+        const size_t bytes = opDescBytes(s.data);
+        if (s.size < bytes)  // a shm packet holds its whole descriptor: a peer's fault
+          fail(strataRemoteError, "rank %d sent a %zu-byte operation descriptor in a %zu-byte packet", f.peer,
+               bytes, s.size);
+        f.in->consumeRecv(bytes);
       }
       descChecked_ |= uint32_t(1) << i;
       moved = true;

@@ -20,9 +20,9 @@ class MemChannel : public Channel {
   // A packet written through acquireSend may be as large as the whole link
   // (as trySend's streamed packets may): the ring's deadlock-freedom rests
   // on slices fitting the link's bytes, and packets count against its slots.
-  MemChannel(MemFabric::Queue& out, MemFabric::Queue& in, size_t linkBytes)
-      : out_(out), in_(in), staging_(linkBytes) {}
-  const char* transportName() const override { return "mem"; }
+  MemChannel(MemFabric::Queue& out, MemFabric::Queue& in, size_t linkBytes, const char* transport)
+      : out_(out), in_(in), staging_(linkBytes), transport_(transport) {}
+  const char* transportName() const override { return transport_; }
 
   Span acquireSend(size_t maxBytes) override {
     std::lock_guard<std::mutex> lock(out_.mu);
@@ -83,12 +83,13 @@ class MemChannel : public Channel {
   std::vector<uint8_t> staging_;
   std::vector<uint8_t> streaming_;  // the packet trySend is filling
   size_t streamLeft_ = 0;
+  const char* transport_;
 };
 
 }  // namespace
 
-MemFabric::MemFabric(int nranks, size_t slotBytes, int slots)
-    : n_(nranks), slotBytes_(slotBytes), slots_(slots) {
+MemFabric::MemFabric(int nranks, size_t slotBytes, int slots, const char* transport)
+    : n_(nranks), slotBytes_(slotBytes), slots_(slots), transport_(transport) {
   for (int i = 0; i < n_ * n_; ++i) {
     queues_.push_back(std::make_unique<Queue>());
     queues_.back()->capacity = slots;
@@ -104,7 +105,7 @@ void MemLinkSet::connect(const std::vector<int>& peers) {
     if (size_t(p) >= channels_.size()) channels_.resize(size_t(p) + 1);
     if (channels_[size_t(p)]) continue;
     channels_[size_t(p)] = std::make_unique<MemChannel>(fabric_.queue(rank_, p), fabric_.queue(p, rank_),
-                                                        fabric_.capacity());
+                                                        fabric_.capacity(), fabric_.transport());
     links_.push_back(channels_[size_t(p)].get());
   }
 }

@@ -34,20 +34,24 @@ class MemLinkSet : public LinkSet {
   std::vector<uint8_t> scratch_;
 };
 
-// Shared queues between n ranks; `slots` packets of at most `slotBytes` each per direction.
+// Shared queues between n ranks; `slots` packets of at most `slotBytes` each
+// per direction. `transport`: the name the channels give (a test may have
+// them pose as shm, whose packets arrive whole as these do up to 997 bytes).
 class MemFabric {
  public:
-  MemFabric(int nranks, size_t slotBytes, int slots);
+  MemFabric(int nranks, size_t slotBytes, int slots, const char* transport = "mem");
   ~MemFabric();
   struct Queue;
   Queue& queue(int from, int to);
   size_t slotBytes() const { return slotBytes_; }
   size_t capacity() const { return slotBytes_ * size_t(slots_); }
+  const char* transport() const { return transport_; }
 
  private:
   int n_;
   size_t slotBytes_;
   int slots_;
+  const char* transport_;
   std::vector<std::unique_ptr<Queue>> queues_;
 };
 

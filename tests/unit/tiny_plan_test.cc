@@ -1,13 +1,17 @@
 // The tiny path's parts that need no processes (src/exec/tiny_run.h): which
 // calls are timed and what each timed call stands for, how statistics and
-// the flight recorder take untimed calls, and which plans it refuses.
+// the flight recorder take untimed calls, which plans it refuses, and a
+// peer's descriptor cut short.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "algo/algorithms.h"
 #include "core/config.h"
+#include "core/error.h"
 #include "exec/tiny_run.h"
 #include "obs/comm_stats.h"
 #include "obs/flight_recorder.h"
@@ -135,6 +139,55 @@ TEST(TinyPlans, OnlyOnePacketFlowsOverShmAreCompiled) {
   local.flows[0].bytes = 8;
   local.ops[0].fusedTensors = 3;
   EXPECT_FALSE(compileTinyPlan(links, local)) << "a fused operation";
+}
+
+// A peer whose packet starts with a padded descriptor but ends before its 32
+// bytes (strata never writes one): strataRemoteError naming the peer, not the
+// next packet's bytes taken for the values.
+TEST(TinyPlans, ADescriptorCutShortIsThePeersError) {
+  test::MemFabric fabric(2, 4096, 4, "shm");  // posing as shm, the only links the tiny path takes
+  test::MemLinkSet me(fabric, 0), peer(fabric, 1);
+  me.connect({1});
+  peer.connect({0});
+  OpDesc d;
+  d.coll = Coll::kBroadcast;
+  d.dtype = strataFloat32;
+  d.count = 16;
+  d.root = 1;
+  Plan plan;
+  plan.ops.push_back(d);
+  Flow recv;
+  recv.kind = FlowKind::kRecv;
+  recv.peer = 1;
+  recv.dst = Ref{Buf::kRecv, 0};
+  recv.bytes = 64;  // more than kOpDescUnpaddedValues: a padded descriptor in front
+  recv.expectsDesc = true;
+  plan.add(recv);
+  std::shared_ptr<TinyPlan> tiny = compileTinyPlan(me, plan);
+  ASSERT_TRUE(tiny);
+  uint8_t desc[kOpDescPaddedBytes];
+  encodeOpDesc(d, desc, true);
+  const size_t cut = kOpDescPaddedBytes - 4;
+  Span s = peer.channel(0).acquireSend(cut);
+  ASSERT_GE(s.size, cut);
+  std::memcpy(s.data, desc, cut);
+  peer.channel(0).commitSend(cut);
+  std::vector<float> values(16, 2.5f), out(16, 0.0f);
+  s = peer.channel(0).acquireSend(64);
+  ASSERT_GE(s.size, size_t(64));
+  std::memcpy(s.data, values.data(), 64);
+  peer.channel(0).commitSend(64);
+  Buffers b;
+  b.recv = out.data();
+  try {
+    runTinyPlan(me, *tiny, plan, b, nullptr);
+    FAIL() << "a descriptor cut short was taken, and the next packet for the values";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), strataRemoteError) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rank 1 sent a 32-byte operation descriptor in a 28-byte packet"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
