@@ -120,10 +120,9 @@ class TinyRun {
     return s;
   }
 
-  // The descriptor in front of a flow's `bytes` (padded in front of more
-  // than kOpDescUnpaddedValues), opDescBytesBefore(bytes) long.
+  // The descriptor in front of a flow's `bytes`, opDescBytesBefore(bytes) long.
   const uint8_t* descBefore(size_t bytes) const {
-    return bytes > kOpDescUnpaddedValues ? paddedDesc_ : desc_;
+    return opDescBytesBefore(bytes) == kOpDescPaddedBytes ? paddedDesc_ : desc_;
   }
 
   // The descriptor and the source, as one packet.

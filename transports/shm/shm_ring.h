@@ -7,11 +7,11 @@
 // packet's bytes start after the 16-byte header, where they always did: its
 // copies and reductions keep that alignment (8 bytes past a line measured
 // 1.5-1.9x slower at 256 KiB-1 MiB, 53b6df5). The length alone says which.
-// The writer fills the packet, then publishes the word with a release store; the reader acquires
-// the word of the slot it expects next, reads, and releases slots by storing
-// its count of packets consumed in the segment header (a few packets at a
-// time while it goes on reading, all of them when it waits), which the
-// writer reads only when the ring looks full.
+// The writer fills the packet, then publishes the word with a release store;
+// the reader acquires the word of the slot it expects next, reads, and
+// releases slots by storing its count of packets consumed in the segment
+// header (a few packets at a time while it goes on reading, all of them when
+// it waits), which the writer reads only when the ring looks full.
 //
 // A slot may instead hold a lent region (single copy, single_copy.h): the
 // word's kLentRegion bit is set and the payload is a ShmLentRegion, where the
