@@ -23,57 +23,77 @@ std::unordered_map<const sg4::Link*, double>& savedLatency() {
   return m;
 }
 
+using NetPoint = simgrid::kernel::routing::NetPoint;
+
+// A node's links: each rank's own into the node, and its NIC (one rail) or
+// its rails.
+struct NodeLinks {
+  std::vector<sg4::Link*> own, nics;
+};
+
 struct Builder {
   const PlatformSpec& spec;
   std::vector<sg4::Host*> hosts;
+  NodeLinks node0;  // what the symmetric platform's mirror routes through again
 
   // Node m: its ranks on a star, its NIC on the route out of the gateway;
-  // with several rails, a zone of explicit routes instead (railedNode).
-  std::pair<simgrid::kernel::routing::NetPoint*, simgrid::kernel::routing::NetPoint*> node(sg4::NetZone* parent,
-                                                                                          int m) {
-    if (spec.inter.rails > 1) return railedNode(parent, m);
+  // with several rails, a zone of explicit routes instead (wire).
+  std::pair<NetPoint*, NetPoint*> node(sg4::NetZone* parent, int m) {
     const std::string name = "node" + std::to_string(m);
-    sg4::NetZone* zone = sg4::create_star_zone(name);
-    zone->set_parent(parent);
-    for (int i = 0; i < spec.perNode; ++i) {
-      sg4::Host* h = rankHost(zone, m, i);
-      zone->add_route(h->get_netpoint(), nullptr, nullptr, nullptr,
-                      {{rankLink(zone, m, i), sg4::LinkInRoute::Direction::UP}}, true);
-    }
-    auto* gw = zone->create_router(name + "-gw");
-    auto* link = nicLink(zone, m, "-nic", 1);
-    zone->add_route(gw, nullptr, nullptr, nullptr, {{link, sg4::LinkInRoute::Direction::UP}}, true);
-    zone->seal();
-    return {zone->get_netpoint(), gw};
-  }
-
-  // Node m with its network in spec.inter.rails links (NICs) of an equal
-  // share each: local rank i leaves and enters the node through rail
-  // i % rails only (a rank's connections go through its own NIC), so one
-  // transfer gets one rail's bandwidth. Routes are listed pair by pair; the
-  // links a route crosses are those of the star above.
-  std::pair<simgrid::kernel::routing::NetPoint*, simgrid::kernel::routing::NetPoint*> railedNode(sg4::NetZone* parent,
-                                                                                                int m) {
-    const std::string name = "node" + std::to_string(m);
-    const int rails = spec.inter.rails;
-    sg4::NetZone* zone = sg4::create_full_zone(name);
-    zone->set_parent(parent);
+    sg4::NetZone* zone = nodeZone(parent, name);
     std::vector<sg4::Host*> ranks;
-    std::vector<sg4::Link*> own, rail;
+    NodeLinks links;
     for (int i = 0; i < spec.perNode; ++i) {
       ranks.push_back(rankHost(zone, m, i));
-      own.push_back(rankLink(zone, m, i));
+      links.own.push_back(rankLink(zone, m, i));
     }
-    for (int k = 0; k < rails; ++k) rail.push_back(nicLink(zone, m, "-rail" + std::to_string(k), rails));
-    auto* gw = zone->create_router(name + "-gw");
+    const int rails = spec.inter.rails;
+    for (int k = 0; k < rails; ++k)
+      links.nics.push_back(nicLink(zone, m, rails > 1 ? "-rail" + std::to_string(k) : "-nic", rails));
+    if (m == 0) node0 = links;
+    return wire(zone, name, ranks, links);
+  }
+
+  // The symmetric platform's stand-in for every other node: a host per local
+  // index whose routes cross node 0's own links and NIC (or rails) again, in
+  // the direction traffic enters node 0 by. A message from node 0's rank i to
+  // the mirror's host j leaves through i's link and the NIC and comes back
+  // in through the NIC and j's link: node 0's links carry both directions of
+  // the exchange, as every node's do in the full cluster.
+  std::pair<NetPoint*, NetPoint*> mirror(sg4::NetZone* parent, std::vector<sg4::Host*>* far) {
+    sg4::NetZone* zone = nodeZone(parent, "mirror");
+    for (int i = 0; i < spec.perNode; ++i) far->push_back(zone->create_host("far" + std::to_string(i), kRankSpeed));
+    return wire(zone, "mirror", *far, node0);
+  }
+
+  sg4::NetZone* nodeZone(sg4::NetZone* parent, const std::string& name) {
+    sg4::NetZone* zone = spec.inter.rails > 1 ? sg4::create_full_zone(name) : sg4::create_star_zone(name);
+    zone->set_parent(parent);
+    return zone;
+  }
+
+  // A node's routes. One rail: a star (each rank's link to the node's switch,
+  // the NIC between it and the gateway). Several: local rank i leaves and
+  // enters the node through rail i % rails only (a rank's connections go
+  // through its own NIC), so one transfer gets one rail's bandwidth; routes
+  // are listed pair by pair, over the links of the star.
+  std::pair<NetPoint*, NetPoint*> wire(sg4::NetZone* zone, const std::string& name,
+                                       const std::vector<sg4::Host*>& ranks, const NodeLinks& links) {
     using D = sg4::LinkInRoute::Direction;
-    for (int i = 0; i < spec.perNode; ++i) {
-      for (int j = i + 1; j < spec.perNode; ++j)
-        zone->add_route(ranks[size_t(i)]->get_netpoint(), ranks[size_t(j)]->get_netpoint(), nullptr, nullptr,
-                        {{own[size_t(i)], D::UP}, {own[size_t(j)], D::DOWN}}, true);
-      zone->add_route(ranks[size_t(i)]->get_netpoint(), gw, nullptr, nullptr,
-                      {{own[size_t(i)], D::UP}, {rail[size_t(i % rails)], D::DOWN}}, true);
+    auto* gw = zone->create_router(name + "-gw");
+    const size_t rails = links.nics.size();
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (rails == 1) {
+        zone->add_route(ranks[i]->get_netpoint(), nullptr, nullptr, nullptr, {{links.own[i], D::UP}}, true);
+        continue;
+      }
+      for (size_t j = i + 1; j < ranks.size(); ++j)
+        zone->add_route(ranks[i]->get_netpoint(), ranks[j]->get_netpoint(), nullptr, nullptr,
+                        {{links.own[i], D::UP}, {links.own[j], D::DOWN}}, true);
+      zone->add_route(ranks[i]->get_netpoint(), gw, nullptr, nullptr,
+                      {{links.own[i], D::UP}, {links.nics[i % rails], D::DOWN}}, true);
     }
+    if (rails == 1) zone->add_route(gw, nullptr, nullptr, nullptr, {{links.nics[0], D::UP}}, true);
     zone->seal();
     return {zone->get_netpoint(), gw};
   }
@@ -103,14 +123,24 @@ struct Builder {
 
   void oneSwitch() {
     sg4::NetZone* top = sg4::create_star_zone("switch");
-    for (int m = 0; m < spec.nodes; ++m) {
-      auto [np, gw] = node(top, m);
-      // The switch is a crossbar: a port as fast as the NIC, nothing shared.
-      auto* port = top->create_split_duplex_link("port" + std::to_string(m), spec.inter.gbps * 1e9 * 16);
-      port->seal();
-      top->add_route(np, nullptr, gw, nullptr, {{port, sg4::LinkInRoute::Direction::UP}}, true);
-    }
+    for (int m = 0; m < spec.nodes; ++m) plug(top, "port" + std::to_string(m), node(top, m));
     top->seal();
+  }
+
+  // Node 0 and its mirror on one switch (buildSymmetricPlatform).
+  void symmetric(std::vector<sg4::Host*>* far) {
+    sg4::NetZone* top = sg4::create_star_zone("switch");
+    plug(top, "port0", node(top, 0));
+    plug(top, "port-mirror", mirror(top, far));
+    top->seal();
+  }
+
+  // A node's zone on the switch: a crossbar, a port as fast as the NIC, nothing shared.
+  void plug(sg4::NetZone* top, const std::string& name, std::pair<NetPoint*, NetPoint*> zoneAndGateway) {
+    auto* port = top->create_split_duplex_link(name, spec.inter.gbps * 1e9 * 16);
+    port->seal();
+    top->add_route(zoneAndGateway.first, nullptr, zoneAndGateway.second, nullptr,
+                   {{port, sg4::LinkInRoute::Direction::UP}}, true);
   }
 
   void fatTree() {
@@ -164,11 +194,19 @@ std::string checkPlatform(const PlatformSpec& s) {
 }
 
 std::vector<sg4::Host*> buildPlatform(const PlatformSpec& spec) {
-  Builder b{spec, std::vector<sg4::Host*>(size_t(spec.nodes) * size_t(spec.perNode), nullptr)};
+  Builder b{spec, std::vector<sg4::Host*>(size_t(spec.nodes) * size_t(spec.perNode), nullptr), {}};
   if (spec.kind == "switch") b.oneSwitch();
   else if (spec.kind == "fat-tree") b.fatTree();
   else b.file();
   return b.hosts;
+}
+
+SymmetricHosts buildSymmetricPlatform(const PlatformSpec& spec) {
+  Builder b{spec, std::vector<sg4::Host*>(size_t(spec.perNode), nullptr), {}};
+  SymmetricHosts out;
+  b.symmetric(&out.far);
+  out.ranks = b.hosts;
+  return out;
 }
 
 RouteLatency takeLatenciesOut(const std::vector<sg4::Host*>& hosts) {

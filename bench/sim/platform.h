@@ -39,6 +39,16 @@ std::string checkPlatform(const PlatformSpec& spec);
 // sentence when a platform file does not parse or has too few hosts.
 std::vector<simgrid::s4u::Host*> buildPlatform(const PlatformSpec& spec);
 
+// The symmetric replay's platform (symmetry.h): node 0's ranks (`ranks`,
+// local index -> host) and, for each local index, a host standing for that
+// rank on any other node (`far`), reached from node 0 through node 0's NIC
+// out and back in. One switch between them; the spec's fat-tree, where it has
+// full bisection, limits no flow beyond the NICs, so it is not built.
+struct SymmetricHosts {
+  std::vector<simgrid::s4u::Host*> ranks, far;
+};
+SymmetricHosts buildSymmetricPlatform(const PlatformSpec& spec);
+
 // Sets every link's latency to zero and returns a function giving a route's
 // latency as it was (seconds), for the replay's once-per-flow latency.
 struct RouteLatency {

@@ -243,7 +243,23 @@ class RankActor {
                                         : kMaxFragment;
     uint64_t n = std::min<uint64_t>(packet, o.avail - o.sent);
     st.inFlight = new Fragment{n};
-    start(channel(rank_, st.peer)->put_async(st.inFlight, n), {What::kOut, s, 0});
+    if (offNode(st.peer))  // out through node 0's NIC and back in: handed over as it ends (done)
+      start(sg4::Comm::sendto_async(in_->hosts[size_t(rank_)], in_->farHosts[size_t(st.peer % in_->perNode)], n),
+            {What::kOut, s, 0});
+    else
+      start(channel(rank_, st.peer)->put_async(st.inFlight, n), {What::kOut, s, 0});
+  }
+
+  // Whether `peer` is on another node than node 0, in a symmetric replay.
+  bool offNode(int peer) const { return in_->symmetricNodes > 0 && peer >= in_->perNode; }
+
+  // A fragment to another node has crossed node 0's links out and in: it
+  // arrives at node 0's rank of the peer's local index, as its mirror's
+  // (symmetry.h), at once (the latency is the receiver's to add).
+  void handOverMirrored(int peer, Fragment* f) {
+    const int L = in_->perNode;
+    const int from = mirrorNode(peer / L, in_->symmetricNodes, in_->symmetry) * L + rank_;
+    channel(from, peer % L)->put_init(f, 0)->detach();
   }
 
   // Sends the fragments whose injection slot has come.
@@ -277,6 +293,7 @@ class RankActor {
         OutItem& o = outItems_[st.items.front()];
         o.sent += st.inFlight->bytes;
         st.inFlight->transferred = sg4::Engine::get_clock();
+        if (offNode(st.peer)) handOverMirrored(st.peer, st.inFlight);
         release(st.inFlight);
         st.inFlight = nullptr;
         if (o.sent == o.bytes) st.items.pop_front();

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "replay_plan.h"
+#include "symmetry.h"
 
 namespace simgrid::s4u {
 class Host;
@@ -43,6 +44,14 @@ struct ReplayInput {
   double gapS = 0;
   std::vector<int> nodeOf;                 // rank -> node (with gapS)
   std::vector<double> injectorFree;        // node -> when it may inject its next fragment (the replay's state)
+  // Symmetric replay (symmetry.h): plans and hosts are node 0's ranks' only,
+  // in a cluster of symmetricNodes nodes of perNode ranks; a fragment to a
+  // rank on another node goes to farHosts[its local index] and arrives at
+  // node 0's rank of that local index as from its mirror under `symmetry`.
+  // 0: a full replay.
+  int symmetricNodes = 0, perNode = 1;
+  NodeSymmetry symmetry = NodeSymmetry::kShift;
+  std::vector<simgrid::s4u::Host*> farHosts;
 };
 
 // Runs the simulation (creates one actor per rank; call once per process,

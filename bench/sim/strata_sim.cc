@@ -34,6 +34,7 @@
 #include "model/model_options.h"
 #include "platform.h"
 #include "replay.h"
+#include "symmetry.h"
 
 using namespace strata;
 using namespace strata::sim;
@@ -45,7 +46,11 @@ const char kUsage[] =
     "                  [--rails R] [--memory G] [-b MIN] [-e MAX] [-f F] [--chunk B] [--algo NAME|auto|all]\n"
     "                  [--platform fat-tree|switch|FILE] [--leaf-nodes D] [--taper T]\n"
     "                  [--slow-node N[,FACTOR]] [--late-rank R[,US]]\n"
-    "                  [-d TYPE] [--max-messages M] [--reduce] [--fsdp-step] [--json]\n"
+    "                  [-d TYPE] [--max-messages M] [--reduce] [--symmetric] [--fsdp-step] [--json]\n"
+    "  A replay above --max-messages runs node 0's ranks alone where every node's plan is node 0's moved\n"
+    "  by a shift or an exclusive or of the node indices and the network between the nodes limits no flow\n"
+    "  (--symmetric: even below it); otherwise it is extrapolated from smaller clusters (--reduce: even\n"
+    "  below it).\n"
     "  --fsdp-step: one sharded training step, each size from -b to -e a layer: its all-gather, then its\n"
     "  reduce-scatter, every call after the last (the selector's choice for each), beside the calls alone.\n";
 
@@ -55,8 +60,9 @@ struct SimOptions {
   int lateRank = -1;
   double lateUs = 1000;
   uint64_t maxMessages = 40000000;
-  bool forceReduced = false;
-  bool fsdpStep = false;  // --fsdp-step: per size (layer) an all-gather and a reduce-scatter, one after the other  // --reduce: extrapolate even where a full replay fits (to check the reduction)
+  bool forceReduced = false;  // --reduce: extrapolate even where a full replay fits (to check the reduction)
+  bool forceSymmetric = false;  // --symmetric: node 0's ranks alone even where a full replay fits (to check it)
+  bool fsdpStep = false;  // --fsdp-step: per size (layer) an all-gather and a reduce-scatter, one after the other
   strataDataType_t dtype = strataFloat32;
 };
 
@@ -100,35 +106,56 @@ struct Call {
   size_t count;
 };
 
+// Rank `rank`'s plan for one call, as the library builds it.
+ReplayPlan replayPlanOf(Coll coll, size_t count, const std::string& algo, int rank, const Topology& topo,
+                        size_t chunk, strataDataType_t dtype) {
+  Config cfg;
+  cfg.algo = algo;
+  cfg.chunkBytes = chunk;
+  OpDesc desc;
+  desc.coll = coll;
+  desc.count = count;
+  desc.dtype = dtype;
+  return toReplayPlan(buildCollectivePlan(argsFor(coll, count, dtype, rank, topo, chunk), desc, cfg));
+}
+
 // Runs in the child: builds the platform and every rank's plans for `calls`
-// (called one after the other, as a training step does), replays them.
+// (called one after the other, as a training step does), replays them. With
+// `symmetric`, node 0's ranks alone on the symmetric platform (symmetry.h;
+// the caller has checked that it applies).
 CellResult simulateCalls(const std::vector<Call>& calls, const std::string& forced, const Topology& topo,
-                         const ModelOptions& mo, const SimOptions& so) {
+                         const ModelOptions& mo, const SimOptions& so, bool symmetric = false,
+                         NodeSymmetry symmetry = NodeSymmetry::kShift) {
   CellResult res;
   startEngine();
   ReplayInput in;
   in.memoryGbps = mo.memoryGbps;
-  in.hosts = buildPlatform(so.platform);
-  RouteLatency latency = takeLatenciesOut(in.hosts);
-  in.latencyS = latency;
+  const int L = mo.perNode;
+  if (symmetric) {
+    SymmetricHosts h = buildSymmetricPlatform(so.platform);
+    std::vector<simgrid::s4u::Host*> both = h.ranks;
+    both.insert(both.end(), h.far.begin(), h.far.end());
+    RouteLatency latency = takeLatenciesOut(both);
+    // To a rank of node 0, from one of node 0's or (its mirror's route) of another node's.
+    in.latencyS = [latency, L](int from, int to) { return from < L ? latency(from, to) : latency(from % L, L + to); };
+    in.hosts = h.ranks;
+    in.farHosts = h.far;
+    in.symmetricNodes = topo.nnodes();
+    in.perNode = L;
+    in.symmetry = symmetry;
+  } else {
+    in.hosts = buildPlatform(so.platform);
+    in.latencyS = takeLatenciesOut(in.hosts);
+  }
   in.gapS = topo.inter.gapUs * 1e-6;
   in.nodeOf.resize(size_t(topo.nranks()));
   for (int r = 0; r < topo.nranks(); ++r) in.nodeOf[size_t(r)] = topo.nodeOf(r);
   in.injectorFree.assign(size_t(topo.nnodes()), 0);
-  Config cfg;
-  cfg.algo = forced;
-  cfg.chunkBytes = mo.chunk;
-  const int n = topo.nranks();
+  const int n = symmetric ? L : topo.nranks();
   in.plans.resize(size_t(n));
-  for (const Call& c : calls) {
-    OpDesc desc;
-    desc.coll = c.coll;
-    desc.count = c.count;
-    desc.dtype = so.dtype;
+  for (const Call& c : calls)
     for (int r = 0; r < n; ++r)
-      appendPlan(in.plans[size_t(r)],
-                 toReplayPlan(buildCollectivePlan(argsFor(c.coll, c.count, so.dtype, r, topo, mo.chunk), desc, cfg)));
-  }
+      appendPlan(in.plans[size_t(r)], replayPlanOf(c.coll, c.count, forced, r, topo, mo.chunk, so.dtype));
   for (const ReplayPlan& p : in.plans) res.messages += p.fragments;
   if (so.lateRank >= 0 && so.lateRank < n) {
     in.startDelayS.assign(size_t(n), 0);
@@ -141,6 +168,30 @@ CellResult simulateCalls(const std::vector<Call>& calls, const std::string& forc
   for (double f : finish) last = std::max(last, f);
   res.us = last * 1e6;
   return res;
+}
+
+// "" when a symmetric replay stands for the whole cluster of this cell, with
+// *symmetry the one it takes; otherwise a sentence saying why not: the
+// network between the nodes must limit no flow (one switch, or a fat-tree of
+// full bisection), every node be alike (no slow node, no late rank) and every
+// node's plan node 0's moved by a shift or an exclusive or.
+std::string symmetricRefusal(Coll coll, size_t count, const std::string& algo, const Topology& topo,
+                             const ModelOptions& mo, const SimOptions& so, NodeSymmetry* symmetry, bool* exact) {
+  if (topo.nnodes() < 2) return "one node";
+  if (so.platform.kind != "switch" && !(so.platform.kind == "fat-tree" && so.platform.taper == 1))
+    return "the network between the nodes may limit a flow (a tapered fat-tree or a platform file)";
+  if (so.platform.slowNode >= 0 || so.lateRank >= 0) return "the nodes are not alike (a slow node or a late rank)";
+  auto planOf = [&](int rank) { return replayPlanOf(coll, count, algo, rank, topo, mo.chunk, so.dtype); };
+  std::string why;
+  for (NodeSymmetry s : {NodeSymmetry::kShift, NodeSymmetry::kXor}) {
+    const std::string miss = symmetryMismatch(planOf, topo.nnodes(), mo.perNode, s, exact);
+    if (miss.empty()) {
+      *symmetry = s;
+      return "";
+    }
+    why += (why.empty() ? "" : "; ") + miss;
+  }
+  return why;
 }
 
 // Runs `work` on a thread with a 4 GiB stack (address space; only the pages
@@ -235,14 +286,7 @@ struct ReplaySize {
 };
 ReplaySize replaySize(Coll coll, size_t count, const std::string& algo, const Topology& topo,
                       const ModelOptions& mo, const SimOptions& so) {
-  Config cfg;
-  cfg.algo = algo;
-  cfg.chunkBytes = mo.chunk;
-  OpDesc desc;
-  desc.coll = coll;
-  desc.count = count;
-  desc.dtype = so.dtype;
-  ReplayPlan plan = toReplayPlan(buildCollectivePlan(argsFor(coll, count, so.dtype, 0, topo, mo.chunk), desc, cfg));
+  ReplayPlan plan = replayPlanOf(coll, count, algo, 0, topo, mo.chunk, so.dtype);
   double bytes = 0;
   for (const ReplayFlow& f : plan.flows) bytes += double(f.bytes);
   const double phases = double(plan.phaseEnd.size());
@@ -326,7 +370,23 @@ CellResult simulate(Coll coll, size_t count, const std::string& algo, int nodes,
   auto sizeOn = [&](int m, size_t c) { return replaySize(coll, c, algo, makeCluster(m, mo.perNode, mo), mo, so); };
   const Topology topo = makeCluster(nodes, mo.perNode, mo);
   const ReplaySize whole = replaySize(coll, count, algo, topo, mo, so);
-  if (whole.messages <= so.maxMessages && !so.forceReduced) return full(nodes, count);
+  if (whole.messages <= so.maxMessages && !so.forceReduced && !so.forceSymmetric) return full(nodes, count);
+  if (!so.forceReduced) {
+    NodeSymmetry symmetry = NodeSymmetry::kShift;
+    bool exact = true;
+    const std::string refused = symmetricRefusal(coll, count, algo, topo, mo, so, &symmetry, &exact);
+    if (refused.empty()) {
+      *reduced = format("symmetric replay: node 0's %d rank%s, every node's plan node 0's moved by %s%s", mo.perNode,
+                        mo.perNode == 1 ? "" : "s", symmetryName(symmetry),
+                        exact ? "" : " (phase for phase; cut into flows otherwise)");
+      return inChild([&] { return simulateCalls({{coll, count}}, algo, topo, mo, so, true, symmetry); }, true);
+    }
+    if (so.forceSymmetric) {
+      CellResult r;
+      std::snprintf(r.skipped, sizeof r.skipped, "no symmetric replay: %s", refused.c_str());
+      return r;
+    }
+  }
   // The count on m nodes: as given (scale 0), scaled with the nodes (1) or against them (-1).
   auto countAt = [&](int m, int scale) {
     if (scale > 0) return std::max<size_t>(1, count * size_t(m) / size_t(nodes));
@@ -523,6 +583,8 @@ int main(int argc, char** argv) {
                              "float32, float64)", v));
     } else if (f == "--reduce") {
       so.forceReduced = true;
+    } else if (f == "--symmetric") {
+      so.forceSymmetric = true;
     } else if (f == "--fsdp-step") {
       so.fsdpStep = true;
     } else if (f == "--max-messages") so.maxMessages = uint64_t(std::atof(value()));

@@ -8,7 +8,9 @@
   end (no stalled rank) on odd layouts: one node of 3, 5 nodes of 1, 3 nodes
   of 2, 2 nodes of 3; odd counts.
 - A reduced replay (for clusters too large to replay whole) agrees with the
-  full replay within 5% where both run.
+  full replay within 5% where both run; a symmetric replay (node 0's ranks
+  alone) within 0.1%, and is refused, with the reason, where it does not
+  stand for the cluster.
 - Bad flags: one sentence naming the problem and exit status 2.
 
 Usage: sim_test.py PATH/TO/strata-sim
@@ -158,7 +160,7 @@ for coll, algo, size in [("all_reduce", "ring", "4M"), ("all_reduce", "hier_ring
                          ("alltoall", "pairwise", "4M")]:
     flags = [coll, "--nodes", "16", "--per-node", "2", "-b", size, "-e", size, "--algo", algo]
     whole = one(*flags)
-    reduced = one(*flags, "--max-messages", str(whole["messages"] - 1))
+    reduced = one(*flags, "--reduce")
     ratio = reduced["sim_us"] / whole["sim_us"]
     check(whole["reduced"] == "" and reduced["reduced"].startswith("extrapolated") and abs(ratio - 1) <= 0.05,
           f"{coll} {algo} {size} on 16 x 2, reduced / full replay: {ratio:.3f} ({reduced['reduced']})")
@@ -175,7 +177,49 @@ ratio = reduced["sim_us"] / whole["sim_us"]
 check(whole["reduced"] == "" and "whole cluster in fragments" in reduced["reduced"] and abs(ratio - 1) <= 0.05,
       f"all_gather hier_radix 256 MiB on 128 x 1, reduced / full replay: {ratio:.3f} ({reduced['reduced']})")
 
-# 2c. One FSDP step (an all-gather and a reduce-scatter per layer, one after the
+# 2c. A symmetric replay (node 0's ranks alone, each message to another node
+# out through node 0's NIC and back in as its mirror's) gives the full
+# replay's time where every node's plan is node 0's moved by a shift (rings,
+# radix exchanges) or an exclusive or (recursive doubling), across the leaf
+# switches of a fat-tree too (64 nodes: two leaves of 32) and on rails; a
+# radix reduce-scatter of two steps (128 nodes: radix 12) is the same phase
+# for phase only.
+for coll, algo, size, nodes, per, rails in [
+        ("reduce_scatter", "hier_radix", "1M", 64, 2, 1), ("all_gather", "hier_radix", "16M", 64, 2, 1),
+        ("reduce_scatter", "ring", "1M", 5, 3, 1), ("all_gather", "hier_halving", "4M", 16, 2, 1),
+        ("all_reduce", "hier_ring", "4M", 8, 2, 1), ("alltoall", "pairwise", "1M", 6, 2, 1),
+        ("reduce_scatter", "hier_radix", "4M", 12, 4, 2), ("reduce_scatter", "hier_radix", "1M", 128, 1, 1)]:
+    flags = [coll, "--nodes", str(nodes), "--per-node", str(per), "-b", size, "-e", size, "--algo", algo,
+             "--rails", str(rails), "-d", "uint8"]
+    whole = one(*flags)
+    mirrored = one(*flags, "--symmetric")
+    ratio = mirrored["sim_us"] / whole["sim_us"] if mirrored["sim_us"] > 0 else 0
+    # Flow for flow the same on every node: the same time; phase for phase (a node's blocks wrap past the
+    # last node's and it cuts a message in two): within half a per cent (0.1-0.4% on 128-512 x 8).
+    tolerance = 0.005 if "phase for phase" in mirrored["reduced"] else 0.001
+    check(whole["reduced"] == "" and mirrored["reduced"].startswith("symmetric replay") and abs(ratio - 1) <= tolerance
+          and mirrored["messages"] * nodes <= whole["messages"] + nodes,
+          f"{coll} {algo} {size} on {nodes} x {per} ({rails} rail{'s' if rails > 1 else ''}), symmetric / full "
+          f"replay: {ratio:.5f} ({mirrored['reduced'] or mirrored['skipped']})")
+# Above --max-messages a symmetric replay is taken before a reduced one.
+flags = ["all_gather", "--nodes", "32", "--per-node", "2", "-b", "1M", "-e", "1M", "--algo", "hier_radix"]
+whole = one(*flags)
+auto = one(*flags, "--max-messages", str(whole["messages"] - 1))
+check(auto["reduced"].startswith("symmetric replay") and near(auto["sim_us"], whole["sim_us"], 0.001),
+      f"all_gather hier_radix 1M on 32 x 2 above --max-messages: {auto['reduced']}, "
+      f"{auto['sim_us']:.2f} us against {whole['sim_us']:.2f}")
+# Refused, with the reason, where node 0 does not stand for every node.
+for coll, algo, extra, words in [("broadcast", "chain", [], "no symmetric replay: rank"),  # rooted
+                                 ("all_reduce", "hier_ring", ["--nodes", "7", "--per-node", "2", "-b", "4M", "-e",
+                                                              "4M"], "moves other bytes"),  # 4 MiB / 14: uneven
+                                 ("all_gather", "ring", ["--taper", "2"], "may limit a flow"),
+                                 ("all_gather", "ring", ["--slow-node", "3"], "not alike"),
+                                 ("all_gather", "ring", ["--late-rank", "5"], "not alike")]:
+    r = one(coll, "--nodes", "64", "--per-node", "1", "-b", "1M", "-e", "1M", "--algo", algo, "--symmetric", *extra)
+    check(r["sim_us"] < 0 and words in r["skipped"],
+          f"{coll} {algo} {' '.join(extra)} --symmetric refused: {r['skipped'][:120]}")
+
+# 2d. One FSDP step (an all-gather and a reduce-scatter per layer, one after the
 # other): never slower than the same calls replayed alone.
 p = subprocess.run([SIM, "all_gather", "--fsdp-step", "--nodes", "3", "--per-node", "2", "-b", "64K", "-e", "4M",
                     "-f", "8", "--json"], capture_output=True, text=True, timeout=600)
