@@ -502,9 +502,36 @@ std::string platformSummary(const PlatformSpec& p) {
                 p.taper > 1 ? format("uplinks tapered %.3g:1", p.taper).c_str() : "full bisection");
 }
 
+// The symmetry every call of a step shares, where its replay is above
+// --max-messages (or --symmetric asks) and a symmetric replay stands for each
+// call (symmetricRefusal); *how says which, or why not ("" and false: a full
+// replay).
+bool stepSymmetry(const std::vector<Call>& calls, const std::vector<std::string>& algos, const Topology& topo,
+                  const ModelOptions& mo, const SimOptions& so, NodeSymmetry* symmetry, std::string* how) {
+  uint64_t messages = 0;
+  for (size_t i = 0; i < calls.size(); ++i)
+    messages += replaySize(calls[i].coll, calls[i].count, algos[i], topo, mo, so).messages;
+  if (messages <= so.maxMessages && !so.forceSymmetric) return false;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    NodeSymmetry s = NodeSymmetry::kShift;
+    bool exact = true;
+    const std::string refused = symmetricRefusal(calls[i].coll, calls[i].count, algos[i], topo, mo, so, &s, &exact);
+    if (!refused.empty() || (i > 0 && s != *symmetry)) {
+      *how = refused.empty() ? "the calls' plans are symmetric under different moves" : refused;
+      return false;
+    }
+    *symmetry = s;
+  }
+  *how = format("symmetric replay: node 0's %d ranks, every call's plan on every node node 0's moved by %s",
+                mo.perNode, symmetryName(*symmetry));
+  return true;
+}
+
 // --fsdp-step: the layers' all-gathers and reduce-scatters replayed as one
 // step (a call starts on a rank as soon as its last one ended there) beside
-// the same calls replayed alone and the model's predictions, summed.
+// the same calls replayed alone and the model's predictions, summed. Above
+// --max-messages, node 0's ranks alone where every call's plans are
+// symmetric (stepSymmetry).
 int fsdpStep(const ModelOptions& mo, SimOptions so) {
   const size_t elem = dtypeSize(so.dtype);
   if (mo.json) std::printf("[\n");
@@ -514,6 +541,7 @@ int fsdpStep(const ModelOptions& mo, SimOptions so) {
     so.platform.nodes = nodes;
     const int n = topo.nranks();
     std::vector<Call> calls;
+    std::vector<std::string> picks;
     double modelUs = 0, aloneUs = 0, bytes = 0;
     std::string algos;
     for (size_t want = mo.minBytes; want <= mo.maxBytes; want *= mo.factor) {
@@ -523,36 +551,47 @@ int fsdpStep(const ModelOptions& mo, SimOptions so) {
         const size_t b = collectiveBytes(c, count, elem, n);
         std::vector<Prediction> preds = predictAll(c, b, topo, mo.chunk);
         const Prediction& pick = preds[pickFastest(preds, topo.nnodes() > 1)];
-        CellResult alone = inChild([&] { return simulateCalls({{c, count}}, pick.algorithm, topo, mo, so); }, true);
-        if (alone.skipped[0]) {
-          std::fprintf(stderr, "strata-sim: %s\n", alone.skipped);
-          return 1;
-        }
         calls.push_back({c, count});
+        picks.push_back(pick.algorithm);
         modelUs += pick.us;
-        aloneUs += alone.us;
         bytes += double(b);
         algos += (algos.empty() ? "" : ",") + pick.algorithm;
       }
     }
     if (calls.empty()) continue;
-    CellResult step = inChild([&] { return simulateCalls(calls, "", topo, mo, so); }, true);
+    NodeSymmetry symmetry = NodeSymmetry::kShift;
+    std::string how;
+    const bool symmetric = stepSymmetry(calls, picks, topo, mo, so, &symmetry, &how);
+    if (so.forceSymmetric && !symmetric) {
+      std::fprintf(stderr, "strata-sim: no symmetric replay of the step: %s\n", how.c_str());
+      return 1;
+    }
+    for (size_t i = 0; i < calls.size(); ++i) {
+      CellResult alone = inChild(
+          [&] { return simulateCalls({calls[i]}, picks[i], topo, mo, so, symmetric, symmetry); }, true);
+      if (alone.skipped[0]) {
+        std::fprintf(stderr, "strata-sim: %s\n", alone.skipped);
+        return 1;
+      }
+      aloneUs += alone.us;
+    }
+    CellResult step = inChild([&] { return simulateCalls(calls, "", topo, mo, so, symmetric, symmetry); }, true);
     if (step.skipped[0]) {
       std::fprintf(stderr, "strata-sim: %s\n", step.skipped);
       return 1;
     }
     if (mo.json) {
       std::printf("%s  {\"nodes\": %d, \"per_node\": %d, \"layers\": %zu, \"bytes\": %.0f, \"step_us\": %.3f, "
-                  "\"alone_us\": %.3f, \"model_us\": %.3f, \"algorithms\": \"%s\"}",
+                  "\"alone_us\": %.3f, \"model_us\": %.3f, \"algorithms\": \"%s\", \"reduced\": \"%s\"}",
                   first ? "" : ",\n", nodes, mo.perNode, calls.size() / 2, bytes, step.us, aloneUs, modelUs,
-                  algos.c_str());
+                  algos.c_str(), symmetric ? how.c_str() : "");
       first = false;
     } else {
       std::printf("# one FSDP step on %d nodes x %d ranks, %s: %zu layers of %zu B to %zu B, an all-gather and a "
                   "reduce-scatter each\n# step %.1f us (simulated), the calls alone %.1f us (simulated, summed), "
-                  "model %.1f us (summed); algorithms %s\n",
+                  "model %.1f us (summed); algorithms %s%s\n",
                   nodes, mo.perNode, platformSummary(so.platform).c_str(), calls.size() / 2, mo.minBytes, mo.maxBytes,
-                  step.us, aloneUs, modelUs, algos.c_str());
+                  step.us, aloneUs, modelUs, algos.c_str(), symmetric ? ("\n# " + how).c_str() : "");
     }
   }
   if (mo.json) std::printf("\n]\n");

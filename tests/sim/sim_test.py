@@ -227,6 +227,15 @@ step = json.loads(p.stdout)[0] if p.returncode == 0 else {}
 check(p.returncode == 0 and step["layers"] == 3 and 0 < step["step_us"] <= step["alone_us"] * 1.001,
       f"FSDP step on 3 x 2: {step.get('layers')} layers, step {step.get('step_us', 0):.1f} us, "
       f"calls alone {step.get('alone_us', 0):.1f} us")
+# The same step on 16 x 2 as a symmetric replay: the full replay's time.
+steps = []
+for extra in ([], ["--symmetric"]):
+    p = subprocess.run([SIM, "all_gather", "--fsdp-step", "--nodes", "16", "--per-node", "2", "-b", "64K", "-e", "4M",
+                        "-f", "8", "-d", "uint8", "--json", *extra], capture_output=True, text=True, timeout=600)
+    steps.append(json.loads(p.stdout)[0] if p.returncode == 0 else {"step_us": -1, "reduced": p.stderr})
+check(steps[1]["reduced"].startswith("symmetric replay") and near(steps[1]["step_us"], steps[0]["step_us"], 0.001),
+      f"FSDP step on 16 x 2, symmetric / full replay: {steps[1]['step_us']:.2f} / {steps[0]['step_us']:.2f} us "
+      f"({steps[1]['reduced'][:60]})")
 
 # 3. Bad flags.
 for args, words in [(["bogus"], "unknown collective"),
