@@ -379,19 +379,11 @@ def scale_out(predictions, args):
 
 # Why the cells of an algorithm disagree beyond 25%, for the table that lists
 # them (the flat pairwise all-to-all's no longer do since its model follows
-# the replay's drifting ranks: algo/cost_model.cc, pairwiseAllToAllUs).
-SIM_CAUSES = {
-    "hier_radix": "the 4096-node all-gather cells at 64 KiB, 1 MiB and 16 MiB are replays of the current "
-                  "plans (within 2% of the model); the 4096-node reduce-scatter cells and the 256 MiB all-gather "
-                  "are still replays of the plans before b182e94 (radix 8: four steps of 7 partners; the model now "
-                  "takes two of 63 there, and its own column is of the new plans): the current plans replayed there "
-                  "only as reduced replays, extrapolated from clusters whose radix exchanges take other phase "
-                  "counts (reduce-scatter: 30-44 phases against 126), which came out faster than the link allows, "
-                  "so they were not kept. The 512-node reduce-scatter at 256 MiB is a reduced replay of the same "
-                  "kind (16, 32 and 64 nodes; rank 0: 62-63 phases against 88; the same cell at 16 MiB came out "
-                  "0.89x); a full replay of it had not ended after 17 minutes. On 8 and 64 nodes (replayed whole) "
-                  "and in the 512-node all-gather (reduced as well) the current plans are within 2% of the model",
-}
+# the replay's drifting ranks: algo/cost_model.cc, pairwiseAllToAllUs; nor
+# hier_radix's since the symmetric replay: its 512- and 4096-node reduce-scatter
+# cells had been reduced replays extrapolated from clusters of other radices,
+# or replays of older plans). Empty: none disagree today.
+SIM_CAUSES = {}
 
 
 def radix_break_even_gap(args, nodes, size="64K"):
@@ -500,7 +492,22 @@ def simulation(args):
                 "minutes), since nothing they replay changed." if kept else ""), ""]
     for note in s.get("notes", []):  # how the saved run was assembled or refreshed
         lines += [note, ""]
-    reduced = [r for r in rows if r.get("reduced")]
+    symmetric = [r for r in rows if r.get("reduced", "").startswith("symmetric")]
+    if symmetric:
+        lines += [f"Replays above the message budget whose plans are the same on every node (node 0's moved by a "
+                  f"shift or an exclusive or of the node indices, checked on nine nodes per cell) replay node 0's "
+                  f"ranks alone, each message to another node out through node 0's NIC and back in as its "
+                  f"mirror's: {len(symmetric)} of {len(rows)} cells (bench/sim/symmetry.h; docs/ARCHITECTURE.md, "
+                  "strata-sim); it sees no node unlike the others, and no fabric but a full-bisection tree's."]
+        check = s.get("symmetric_check") or []
+        devs = [c["symmetric_us"] / c["full_us"] - 1 for c in check]
+        if devs:
+            worst = max(devs, key=abs)
+            lines[-1] += (f" Checked on {check[0]['nodes']} nodes at 64 KiB-16 MiB, every cell replayed both ways: "
+                          f"{len(devs)} cells, symmetric / full within {100 * max(abs(d) for d in devs):.3f}% "
+                          f"(worst {worst:+.3%}).")
+        lines.append("")
+    reduced = [r for r in rows if r.get("reduced") and not r["reduced"].startswith("symmetric")]
     if reduced:
         lines += [f"Replays that would send more than the message budget (rings over thousands of ranks) are "
                   f"reduced: {len(reduced)} of {len(rows)} cells are extrapolated from full replays on smaller "
@@ -625,8 +632,11 @@ def simulation(args):
             algos = ", ".join(dict.fromkeys(r["algorithms"].split(",")))
             lines.append(f"| {r['nodes']} x {r['per_node']} | {r['layers']} | {fmt_time(r['step_us'])} | "
                          f"{fmt_time(r['alone_us'])} | {fmt_time(r['model_us'])} | {algos} |")
+        mirrored = [str(r["nodes"]) for r in fsdp if r.get("reduced")]
         lines += ["", "The ranks of these plans finish each call together, so the step is the calls' sum: nothing "
-                  "of one call overlaps the next.", ""]
+                  "of one call overlaps the next."
+                  + (f" On {', '.join(mirrored)} nodes the step and its calls are symmetric replays (node 0's ranks "
+                     "alone, as above)." if mirrored else ""), ""]
     return lines
 
 

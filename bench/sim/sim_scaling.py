@@ -9,7 +9,7 @@ the model in docs/scaling.md.
     python3 bench/sim/sim_scaling.py [--nodes 8,64,512,4096] [--per-node 8]
         [--sizes 64K,1M,16M,256M] [--rails 1] [--max-messages 2e6] [--check-reduced 64]
         [--colls all_reduce,...] [--keep-from OLD.json] [--refresh-model] [--replay-reduced]
-        [--algos NAME,..]
+        [--algos NAME,..] [--replay-reduced [--symmetric]]
 
 --refresh-model: after a change to the cost model alone (no plan changed, so
 every replay stays as it was), recompute the model's column and the
@@ -23,8 +23,16 @@ Counts are bytes (uint8), so 64 KiB splits into blocks even on 32768 ranks.
 Replays that would send more than --max-messages fragments (rings over
 thousands of ranks) are reduced: strata-sim extrapolates them from full
 replays on 1/2, 1/4 and 1/8 of the nodes (or of the whole cluster in coarser
-fragments, where those move other bytes per step). --check-reduced N replays every cell
-on N nodes both ways (--reduce), to show how far the reduction is off.
+fragments, where those move other bytes per step), unless every node's plan is
+node 0's moved by a shift or an exclusive or of the node indices: then node 0's
+ranks are replayed alone (strata-sim's symmetric replay, bench/sim/symmetry.h).
+--check-reduced N replays every cell on N nodes both ways (--reduce), to show how
+far the reduction is off; every run also replays the cells of N nodes as
+symmetric replays where they are, beside their full replays.
+
+--replay-reduced --symmetric: after symmetric replay came to strata-sim,
+replay the reduced or skipped rows that a symmetric replay stands for (the
+others stay as they were) and add the symmetric check.
 """
 import argparse
 import json
@@ -56,7 +64,7 @@ def main():
     p.add_argument("--max-messages", default="2e6")
     p.add_argument("--check-reduced", default="64")
     p.add_argument("--scenario-nodes", default="64")
-    p.add_argument("--fsdp-nodes", default="8,64,512")
+    p.add_argument("--fsdp-nodes", default="8,64,512,4096")
     p.add_argument("--colls", default=",".join(COLLS))
     p.add_argument("--no-extras", action="store_true", help="only the rows: no reduction check, scenarios or FSDP step")
     p.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks", "sim-scaling.json"))
@@ -71,6 +79,8 @@ def main():
                    "size, and merge their rows into --out, replacing the same cells (an algorithm added or changed)")
     p.add_argument("--replay-reduced", action="store_true", help="after a change to strata-sim's reduction alone: "
                    "replay again the rows of --out that were reduced or skipped, and the reduction check")
+    p.add_argument("--symmetric", action="store_true", help="with --replay-reduced: only the rows a symmetric "
+                   "replay stands for, as symmetric replays; the reduction check stays, the symmetric check is added")
     args = p.parse_args()
     if args.refresh_model:
         return refresh_model(args)
@@ -112,6 +122,7 @@ def main():
         return
     if args.check_reduced:
         run("reduced_check", args.check_reduced, ["--reduce"])
+        result["symmetric_check"] = symmetric_check(saved_run_sim(result, args), args.check_reduced)
     for coll in ["all_reduce", "all_gather", "reduce_scatter"]:
         for size in ["1M", "64M"]:
             for name, extra in SCENARIOS:
@@ -152,24 +163,59 @@ def saved_run_sim(saved, args):
     return sim
 
 
+def symmetric_check(sim, nodes):
+    """Every cell of 64 KiB-16 MiB on `nodes` nodes replayed whole and as a symmetric replay (node 0's ranks
+    alone) where one stands for the cluster, both now: how far the symmetric replay is off."""
+    out = []
+    for coll in COLLS:
+        for size in ("64K", "1M", "16M"):
+            mirrored = {r["algorithm"]: r for r in sim(coll, nodes, size, "all", ["--symmetric"]) or []
+                        if not r["skipped"]}
+            if not mirrored:
+                continue
+            for r in sim(coll, nodes, size, "all", ["--max-messages", "1e15"]) or []:
+                if r["algorithm"] in mirrored and not r["skipped"]:
+                    out.append({"coll": coll, "nodes": r["nodes"], "bytes": r["bytes"], "algorithm": r["algorithm"],
+                                "full_us": r["sim_us"], "symmetric_us": mirrored[r["algorithm"]]["sim_us"],
+                                "how": mirrored[r["algorithm"]]["reduced"]})
+            print(f"symmetric check: {coll} {nodes} {size}", flush=True)
+    return out
+
+
 def replay_reduced(args):
     """Replays again the saved rows that were reduced or skipped (each alone, --algo NAME) and the reduction
-    check, with the saved run's rails; every other row, scenario and FSDP step stays as it was."""
+    check, with the saved run's rails; every other row, scenario and FSDP step stays as it was. With
+    --symmetric, only the rows a symmetric replay stands for, and the symmetric check instead."""
     saved = json.load(open(args.out))
     sim = saved_run_sim(saved, args)
     started = time.time()
     redo = [i for i, r in enumerate(saved["rows"]) if r["reduced"] or r["skipped"]]
+    kept = 0
     for n, i in enumerate(redo):
         r = saved["rows"][i]
         t0 = time.time()
-        fresh = sim(r["coll"], r["nodes"], r["bytes"], r["algorithm"])
+        fresh = sim(r["coll"], r["nodes"], r["bytes"], r["algorithm"], ["--symmetric"] if args.symmetric else [])
         if fresh is None:
             sys.exit(f"strata-sim refused {r['coll']} {r['algorithm']}")
+        if args.symmetric and fresh[0]["skipped"]:  # no symmetric replay stands for it: as it was
+            kept += 1
+            continue
         fresh[0]["chosen"] = r["chosen"]  # the choice is the selector's, unchanged by a replay
         saved["rows"][i] = fresh[0]
         print(f"{n + 1}/{len(redo)} {r['coll']} {r['nodes']} {r['bytes']} {r['algorithm']}: {r['sim_us']:.1f} -> "
               f"{fresh[0]['sim_us']:.1f} us ({time.time() - t0:.0f} s)", flush=True)
         json.dump(saved, open(args.out, "w"), indent=0)
+    if args.symmetric:
+        check_nodes = sorted({r["nodes"] for r in saved["reduced_check"]}) or [64]
+        saved["symmetric_check"] = symmetric_check(sim, check_nodes[0])
+        saved.setdefault("notes", []).append(
+            f"The {len(redo) - kept} of the {len(redo)} reduced or skipped rows that a symmetric replay stands for "
+            f"(node 0's ranks alone, every node's plan node 0's moved by a shift or an exclusive or of the node "
+            f"indices: strata-sim, bench/sim/symmetry.h) replayed so (`sim_scaling.py --replay-reduced --symmetric`, "
+            f"{time.strftime('%Y-%m-%d')}, {(time.time() - started) / 60:.0f} minutes); the other {kept} as they "
+            f"were; the other rows, scenarios and FSDP step as they were.")
+        json.dump(saved, open(args.out, "w"), indent=0)
+        return
     check = []
     for nodes in sorted({r["nodes"] for r in saved["reduced_check"]}):
         for coll in sorted({r["coll"] for r in saved["reduced_check"]}):
