@@ -8,7 +8,7 @@ the model in docs/scaling.md.
 
     python3 bench/sim/sim_scaling.py [--nodes 8,64,512,4096] [--per-node 8]
         [--sizes 64K,1M,16M,256M] [--rails 1] [--max-messages 2e6] [--check-reduced 64]
-        [--colls all_reduce,...] [--keep-from OLD.json] [--refresh-model] [--replay-reduced]
+        [--colls all_reduce,...] [--keep-from OLD.json] [--refresh-model]
         [--algos NAME,..] [--replay-reduced [--symmetric]]
 
 --refresh-model: after a change to the cost model alone (no plan changed, so
