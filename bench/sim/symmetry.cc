@@ -19,6 +19,16 @@ int32_t moved(int32_t r, int from, int nodes, int perNode, NodeSymmetry s) {
   return int32_t(to * perNode + local);
 }
 
+// Node `node`'s rank's plan as node 0's rank of the same local index would
+// run it: every peer moved as `s` moves `node` to node 0.
+ReplayPlan movedToNode0(ReplayPlan p, int node, int nodes, int perNode, NodeSymmetry s) {
+  for (ReplayFlow& f : p.flows) {
+    f.peer = moved(f.peer, node, nodes, perNode, s);
+    f.forward = moved(f.forward, node, nodes, perNode, s);
+  }
+  return p;
+}
+
 bool sameFlow(const ReplayFlow& a, const ReplayFlow& b) {
   return a.kind == b.kind && a.peer == b.peer && a.forward == b.forward && a.bytes == b.bytes &&
          a.localCopyBytes == b.localCopyBytes && a.trails == b.trails && a.reduce == b.reduce &&
@@ -38,14 +48,6 @@ Traffic trafficOf(const ReplayPlan& p, size_t phase) {
 }
 
 }  // namespace
-
-ReplayPlan movedToNode0(ReplayPlan p, int node, int nodes, int perNode, NodeSymmetry s) {
-  for (ReplayFlow& f : p.flows) {
-    f.peer = moved(f.peer, node, nodes, perNode, s);
-    f.forward = moved(f.forward, node, nodes, perNode, s);
-  }
-  return p;
-}
 
 const char* symmetryName(NodeSymmetry s) { return s == NodeSymmetry::kXor ? "exclusive or" : "shift"; }
 

@@ -23,10 +23,6 @@ namespace strata::sim {
 enum class NodeSymmetry { kShift, kXor };
 const char* symmetryName(NodeSymmetry s);
 
-// Node `node`'s rank's plan as node 0's rank of the same local index would
-// run it: every peer moved as `s` moves `node` to node 0.
-ReplayPlan movedToNode0(ReplayPlan plan, int node, int nodes, int perNode, NodeSymmetry s);
-
 // The node whose message to node 0 node 0's message to node `to` stands for.
 inline int mirrorNode(int to, int nodes, NodeSymmetry s) {
   return s == NodeSymmetry::kXor ? to : (nodes - to % nodes) % nodes;
