@@ -285,7 +285,7 @@ void printRow(const PerfOptions& o, const Row& r) {
     char wrong[24];  // a 64-bit count fits
     if (r.wrong[k] < 0) std::snprintf(wrong, sizeof(wrong), "N/A");
     else std::snprintf(wrong, sizeof(wrong), "%lld", r.wrong[k]);
-    std::printf(" %10.2f %8.3f %8.3f %7s", r.timeUs[k], r.algbw[k], r.busbw[k], wrong);
+    std::printf(" %10.3f %8.3f %8.3f %7s", r.timeUs[k], r.algbw[k], r.busbw[k], wrong);
   }
   std::printf("\n");
   std::fflush(stdout);

@@ -121,7 +121,7 @@ def bench(rank, n, a):
             bus_sum += busbw
             rows += 1
             if rank == 0:
-                print(f"  {total:>12} {count:>12} {a.d:>8} {a.o:>6} {a.r:>5} {t:>10.2f} {algbw:>8.3f} "
+                print(f"  {total:>12} {count:>12} {a.d:>8} {a.o:>6} {a.r:>5} {t:>10.3f} {algbw:>8.3f} "
                       f"{busbw:>8.3f} {'N/A':>7}", flush=True)
         except RuntimeError as e:  # gloo lacks some collectives / dtypes
             if rank == 0:

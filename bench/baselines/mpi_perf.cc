@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
     busSum += busbw;
     ++rows;
     if (rank == 0)
-      std::printf("  %12zu %12zu %8s %6s %5d %10.2f %8.3f %8.3f %7lld\n", total, count, dtypeLabel(o.dtype),
+      std::printf("  %12zu %12zu %8s %6s %5d %10.3f %8.3f %8.3f %7lld\n", total, count, dtypeLabel(o.dtype),
                   opLabel(o.op), o.root, slowest, algbw, busbw, o.check ? wrongAll : -1);
     size_t next = o.stepBytes ? bytes + o.stepBytes : size_t(double(bytes) * o.factor);
     bytes = next > bytes ? next : bytes + 1;
