@@ -302,6 +302,7 @@ def refresh_model(args):
         r["model_us"] = cands.get(r["algorithm"], r["model_us"])
     for coll, size, name in stale:
         extra = dict(SCENARIOS)[name]
+        t0 = time.time()
         out = subprocess.run([SIM, coll, "--nodes", args.scenario_nodes, "--per-node", str(saved["per_node"]),
                               "-d", "uint8", "-b", str(size), "-e", str(size), "--algo", "auto", "--rails", rails,
                               "--max-messages", args.max_messages, "--json", *extra], capture_output=True, text=True,
@@ -311,6 +312,8 @@ def refresh_model(args):
             r["scenario"] = name
         saved["scenarios"] = [r for r in saved["scenarios"]
                               if (r["coll"], r["bytes"], r["scenario"]) != (coll, size, name)] + fresh
+        json.dump(saved, open(args.out, "w"), indent=0)  # a stopped re-run keeps the cells it finished
+        print(f"scenario {name}: {coll} {size} B: {time.time() - t0:.0f} s", flush=True)
     # The FSDP step's layers (1, 4, 16, 64 MiB), each an all-gather then a reduce-scatter.
     fsdp_stale = []
     for step in saved.get("fsdp", []):
