@@ -1,14 +1,23 @@
 #include "obs/comm_stats.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "obs/op_clock.h"
 
 namespace strata {
 
+uint64_t CommStats::weightedTicks(CollTotals& c, const OpFacts& r) {
+  if (!r.timeWeight) return 0;
+  const uint64_t own = r.endTick - r.startTick, before = c.lastTimedTicks;
+  c.lastTimedTicks = own;
+  return own + uint64_t(r.timeWeight - 1) * std::min(own, before);
+}
+
 void CommStats::add(const OpFacts& r, const Plan* plan, const std::atomic<uint8_t>* transportOf,
                     size_t nranks) {
   CollTotals& c = coll_[statCollOf(r)];
-  const uint64_t ticks = r.timeWeight ? (r.endTick - r.startTick) * r.timeWeight : 0;
+  const uint64_t ticks = weightedTicks(c, r);
   c.lock.beginWrite();
   if (r.state == OpState::kFailed) {
     c.failed.add(1);

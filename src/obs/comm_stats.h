@@ -36,12 +36,18 @@ class CommStats {
   struct alignas(64) CollTotals {
     SeqLock lock;
     SingleWriterCounter<uint64_t> calls, failed, bytes, ticks, waitUs;
+    uint64_t lastTimedTicks = ~uint64_t(0);  // writer only: the last timed call's own time
   };
   struct alignas(64) TransportTotals {
     SeqLock lock;
     SingleWriterCounter<uint64_t> bytesSent, bytesReceived, ticks;
     std::atomic<uint64_t> links{0};  // counted by whichever thread opens a link
   };
+  // Writer only: the time `r` adds to collective c's totals. A timed tiny call
+  // stands for the untimed ones before it (OpFacts::timeWeight) at the smaller
+  // of its own time and the timed call's before it: one call preempted by
+  // the scheduler is not counted kTinyTimedEvery times.
+  static uint64_t weightedTicks(CollTotals& c, const OpFacts& r);
   // Writer only: one operation's bytes and time into transport t's totals.
   void addToTransport(unsigned t, uint64_t sent, uint64_t received, uint64_t ticks);
   const int nranks_;

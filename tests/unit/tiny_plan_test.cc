@@ -53,8 +53,9 @@ TEST(TinyTiming, OneCallInSixteenIsTimedAndStandsForTheCallsBeforeIt) {
   EXPECT_EQ(nextTinyTimeWeight(*tiny, true), 3u);
 }
 
-// A timed call's time counts `timeWeight` times; an untimed one counts its
-// call and bytes but no time.
+// A timed call's time counts `timeWeight` times (the untimed calls before it
+// at the smaller of its time and the timed call's before it); an untimed one
+// counts its call and bytes but no time.
 TEST(TinyTiming, StatisticsScaleTheTimedCallsAndCountEveryCall) {
   CommStats stats(2);
   OpFacts f;
@@ -78,6 +79,15 @@ TEST(TinyTiming, StatisticsScaleTheTimedCallsAndCountEveryCall) {
   EXPECT_EQ(ar.calls, 17u);
   EXPECT_EQ(ar.bytes, 17u * 8);
   EXPECT_NEAR(ar.seconds, (3 + 2 * 16) * 1e-6, 1e-6);
+  // A timed call preempted for 400 us: the 15 before it count at 2 us each,
+  // and so do the 15 before the next timed call (2 us again).
+  f.startTick = 9000;
+  f.endTick = 9000 + 400 * tick;
+  stats.add(f, nullptr, nullptr, 0);
+  f.startTick = 900000;
+  f.endTick = 900000 + 2 * tick;
+  stats.add(f, nullptr, nullptr, 0);
+  EXPECT_NEAR(stats.totals().coll[strataStatAllReduce].seconds, (3 + 2 * 16 + 400 + 2 * 15 + 2 * 16) * 1e-6, 1e-6);
 }
 
 // An untimed record says so in a dump, where a timed one has its times.
