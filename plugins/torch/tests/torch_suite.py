@@ -66,12 +66,13 @@ else:  # process groups asked for "gloo" are made by strata
 from torch.testing._internal.distributed.distributed_test import DistributedTest, TestDistBackend  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SPAWN = "--spawn" in sys.argv  # read by the runner only (its setUp starts the ranks)
 
 
 class TestStrata(TestDistBackend, DistributedTest._DistTestBase):
     def setUp(self):
         super().setUp()
-        if os.environ.get("STRATA_TORCH_SUITE_START") == "spawn":
+        if SPAWN:
             self._spawn_processes()
         else:  # a fork inherits the imported torch: a tenth of spawn's time
             self._start_processes(torch.multiprocessing.get_context("fork").Process)
@@ -115,8 +116,6 @@ def must_run():
 
 def main(argv):
     patterns = [f"*{argv[i + 1]}*" for i, a in enumerate(argv) if a == "-k" and i + 1 < len(argv)]
-    if "--spawn" in argv:  # the ranks inherit it through the environment
-        os.environ["STRATA_TORCH_SUITE_START"] = "spawn"
     if "--ci" in argv and os.environ["WORLD_SIZE"] != "2":
         patterns += ["*_group*"] + [f"*.{name}" for name in must_run()]
     loader = unittest.TestLoader()
