@@ -45,6 +45,9 @@ struct Config {
   // Single copy between ranks of one host (transports/shm/single_copy.h).
   bool shmSingleCopy = true;       // STRATA_SHM_SINGLE_COPY=0: always through the ring
   size_t shmSingleCopyBytes = 0;   // STRATA_SHM_SINGLE_COPY_BYTES: from this packet size (0: measured)
+  // STRATA_SHM_STREAMING: how large packets are stored into the ring
+  // (transports/shm/store_mode.h): -1 (unset) measured per link, 0 cached, 1 streaming.
+  int shmStreaming = -1;
   size_t tcpBufferBytes = 4 << 20; // STRATA_TCP_BUFFER_BYTES: user-space staging per socket
   int tcpSockets = 2;              // STRATA_TCP_SOCKETS: connections per peer (1..16)
   // STRATA_FUSION_THRESHOLD: largest fused buffer (0: no fusion of grouped collectives).

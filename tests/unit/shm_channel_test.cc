@@ -10,6 +10,9 @@
 #include <deque>
 #include <memory>
 #include <random>
+#include <thread>
+#include <algorithm>
+#include <chrono>
 #include <vector>
 
 #include "bootstrap/socket.h"
@@ -18,6 +21,7 @@
 #include "transports/shm/shm_ring.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/shm/single_copy.h"
+#include "transports/shm/store_mode.h"
 
 namespace strata {
 namespace {
@@ -30,9 +34,12 @@ struct ShmPair {
   Config config;
   std::unique_ptr<Channel> a, b;
 
-  explicit ShmPair(size_t singleCopyBytes = 0, int slots = kSlots) {
+  // `streaming`: STRATA_SHM_STREAMING (-1: measured).
+  explicit ShmPair(size_t singleCopyBytes = 0, int slots = kSlots, size_t slotBytes = kSlotBytes,
+                   int streaming = -1) {
     config.shmSingleCopyBytes = singleCopyBytes;
-    config.shmSlotBytes = kSlotBytes;
+    config.shmStreaming = streaming;
+    config.shmSlotBytes = slotBytes;
     config.shmSlots = slots;
     LinkContext ca, cb;
     ca.rank = cb.peer = 0;
@@ -187,6 +194,57 @@ TEST(ShmChannel, TinyPacketsShareTheWordsLineAndLongerOnesKeepTheirAlignment) {
       EXPECT_EQ(std::vector<uint8_t>(in.data, in.data + n), packet) << i;
     }
     link.a->consumeRecv(n);
+  }
+}
+
+// Large packets are stored cached or streaming as the reader's measurements
+// prefer (store_mode.h), and arrive intact either way. Here the reader makes
+// one way slow on purpose (it waits before it consumes such a packet): after
+// the writer's first exploring run the link stores the other way, and turns
+// back when the slowness moves to that way. The slot header says how each
+// packet was stored; STRATA_SHM_STREAMING=0 / 1 fix the way.
+TEST(ShmChannel, LargePacketsFollowTheReadersMeasurements) {
+  constexpr size_t kLarge = 96 * 1024;
+  std::mt19937 rng(17);
+  std::vector<uint8_t> packet(kLarge);
+  auto sendAndReceive = [&](ShmPair& link, bool slowWhenStreamed) {
+    const size_t n = kStoreModeMinBytes + rng() % (kLarge - kStoreModeMinBytes + 1);  // odd sizes too
+    for (size_t i = 0; i < n; ++i) packet[i] = uint8_t(rng());
+    EXPECT_EQ(link.b->trySend(packet.data(), n), n) << "a packet that fits a slot goes in one piece";
+    ConstSpan in = link.a->peekRecv();
+    EXPECT_EQ(in.size, n);
+    EXPECT_TRUE(std::equal(in.data, in.data + n, packet.begin())) << n << " bytes";
+    const auto* slot = reinterpret_cast<const ShmSlotHeader*>(in.data - kShmSlotHeaderBytes);
+    const bool streamed = (slot->writerNanos & kStreamedPacket) != 0;
+    if (streamed == slowWhenStreamed) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    link.a->consumeRecv(n);
+    return streamed;
+  };
+  auto streamedOf = [&](ShmPair& link, int packets, bool slowWhenStreamed) {
+    std::vector<bool> streamed;
+    for (int i = 0; i < packets; ++i) streamed.push_back(sendAndReceive(link, slowWhenStreamed));
+    return streamed;
+  };
+  const int kEvery = int(kStoreModeExploreEvery), kAt = int(kStoreModeExploreAt), kRun = int(kStoreModeExploreRun);
+  {
+    ShmPair link(0, kSlots, kLarge);
+    // Cached is slow: after the first run of streamed packets, streaming.
+    std::vector<bool> s = streamedOf(link, kEvery, /*slowWhenStreamed=*/false);
+    for (int i = 0; i < kAt; ++i) ASSERT_FALSE(s[i]) << "packet " << i << ": a link starts cached";
+    for (int i = kAt; i < kAt + kRun; ++i) ASSERT_TRUE(s[i]) << "packet " << i << ": the exploring run";
+    for (int i = kAt + kRun; i < kEvery; ++i) ASSERT_TRUE(s[i]) << "packet " << i << ": streaming measured cheaper";
+    // Now streaming is slow: the link goes back to cached, and stays.
+    s = streamedOf(link, kEvery, /*slowWhenStreamed=*/true);
+    // The averages move a quarter of the way a packet (and an outlier at
+    // most doubles one): within a few dozen packets, cached for good.
+    for (int i = kEvery / 2; i < kEvery; ++i)
+      ASSERT_FALSE(s[i]) << "packet " << kEvery + i << ": cached measured cheaper again, the link went back";
+  }
+  for (int setting : {0, 1}) {
+    ShmPair link(0, kSlots, kLarge, setting);
+    std::vector<bool> s = streamedOf(link, kAt + kRun + 8, /*slowWhenStreamed=*/setting == 1);
+    EXPECT_EQ(std::count(s.begin(), s.end(), setting == 1), kAt + kRun + 8)
+        << "STRATA_SHM_STREAMING=" << setting << " fixes the way, whatever it costs";
   }
 }
 

@@ -20,6 +20,10 @@
 // writer its buffer back. With the kMappedRegion bit the bytes lie in
 // strataMemAlloc memory and the payload is a MappedRef (mapped_memory.h): the
 // reader maps the region and reads them in place.
+//
+// A large packet's bytes are stored cached or streaming (store_mode.h): the
+// writer notes which, and its copy time, in the slot header's second half;
+// the reader says which it prefers in the segment header.
 #pragma once
 
 #include <atomic>
@@ -40,6 +44,9 @@ struct ShmRingHeader {
   // Set by the reader (the segment's owner) once it has read the writer's
   // memory at set-up: the writer may then lend regions.
   alignas(64) std::atomic<uint32_t> readerReadsWriterMemory;
+  // Set by the reader: the writer should store large packets streaming
+  // (store_mode.h); the reader changes it when its measurements say so.
+  alignas(64) std::atomic<uint32_t> writerShouldStream;
 };
 
 // A lent region's slot payload: the bytes' address in the writer and length.
@@ -53,7 +60,17 @@ constexpr uint64_t kSlotLengthMask = kMappedRegion - 1;
 
 struct ShmSlotHeader {
   std::atomic<uint64_t> word;  // (packet number + 1) << 32 | length; 0 before the first use
+  // A large packet the writer timed (store_mode.h): its number + 1 (low 32
+  // bits; any other value: not timed), and the writer's copy time in ns with
+  // kStreamedPacket set if it was stored streaming and kFirstOfItsWay if the
+  // writer's previous large packet was stored the other way. Written before the word.
+  // A compact packet's bytes lie here instead (compact packets are never timed).
+  uint32_t timedPacket;
+  uint32_t writerNanos;
 };
+constexpr uint32_t kStreamedPacket = uint32_t(1) << 31;
+constexpr uint32_t kFirstOfItsWay = uint32_t(1) << 30;
+constexpr uint32_t kWriterNanosMask = kFirstOfItsWay - 1;
 
 constexpr size_t kShmHeaderBytes = (sizeof(ShmRingHeader) + 4095) & ~size_t(4095);
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <mutex>
 #include <set>
@@ -21,6 +22,7 @@
 #include "transports/shm/mapped_memory.h"
 #include "transports/shm/shm_ring.h"
 #include "transports/shm/single_copy.h"
+#include "transports/shm/store_mode.h"
 
 namespace strata {
 
@@ -65,8 +67,9 @@ void ShmSegment::create(const char* name, size_t slotBytes, int slots) {
   h->slotBytes = slotBytes;
   h->slots = uint32_t(slots);
   h->readerReadsWriterMemory.store(0);
+  h->writerShouldStream.store(0);
   adoptGeometry(uint32_t(slots), slotBytes);
-  for (int i = 0; i < slots; ++i) new (slotHeader(uint64_t(i))) ShmSlotHeader{{0}};
+  for (int i = 0; i < slots; ++i) new (slotHeader(uint64_t(i))) ShmSlotHeader{{0}, 0, 0};
 }
 
 void ShmSegment::open(const char* name) {
@@ -106,6 +109,11 @@ void logSingleCopy(const std::string& why) {
 // What a side tells its peer at set-up: its inbox's name, then (single copy)
 // its pid and where its inbox is mapped in its own address space, so that the
 // peer can check it may read this process's memory.
+uint64_t nowNanos() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
 struct ShmSetup {
   std::string inboxName;
   uint64_t pid = 0;
@@ -142,11 +150,13 @@ class ShmChannel : public LivenessChannel {
   // memory are lent by name (no permission needed: the peer maps the region).
   // `peerProcess`: the peer's pid (`peerPid`: the same, or 0 where this side
   // may not read the peer's memory with process_vm_readv).
+  // `storeMode`: how large packets are stored into the peer's slots.
   ShmChannel(std::unique_ptr<ShmSegment> inbox, std::unique_ptr<ShmSegment> outbox, Fd socket,
-             int peer, pid_t peerProcess, pid_t peerPid, size_t lendFrom, size_t mappedFrom)
+             int peer, pid_t peerProcess, pid_t peerPid, size_t lendFrom, size_t mappedFrom,
+             StoreModeSetting storeMode)
       : LivenessChannel(std::move(socket), peer), inbox_(std::move(inbox)), outbox_(std::move(outbox)),
         peerProcess_(peerProcess), peerPid_(peerPid), lendFrom_{lendFrom, lendFrom}, mappedFrom_(mappedFrom),
-        releaseEvery_(std::max<uint32_t>(1, inbox_->slots() / 4)) {}
+        storeWriter_(storeMode), releaseEvery_(std::max<uint32_t>(1, inbox_->slots() / 4)) {}
 
   const char* transportName() const override { return "shm"; }
 
@@ -172,6 +182,27 @@ class ShmChannel : public LivenessChannel {
     if (produced_ - peerConsumed_ < outbox_->slots())
       prefetchForWrite(outbox_->slotHeader(produced_),
                        std::min(kShmSlotHeaderBytes + bytes, kPrefetchedForWriteBytes));
+  }
+
+  // A large packet is stored cached or streaming, as the reader's
+  // measurements prefer (store_mode.h), and its copy is timed for them.
+  size_t trySend(const void* src, size_t n) override {
+    if (n < kStoreModeMinBytes || outbox_->slotBytes() < kStoreModeMinBytes) return Channel::trySend(src, n);
+    Span s = acquireSend(n);
+    if (s.size == 0) return 0;
+    const bool readerPrefers = outbox_->header()->writerShouldStream.load(std::memory_order_relaxed) != 0;
+    const bool streamed = storeWriter_.nextStreamed(readerPrefers);
+    const uint64_t start = nowNanos();
+    if (streamed) streamingCopy(s.data, src, s.size);
+    else std::memcpy(s.data, src, s.size);
+    const uint64_t nanos = std::min<uint64_t>(nowNanos() - start, kWriterNanosMask);
+    ShmSlotHeader* slot = outbox_->slotHeader(produced_);
+    slot->timedPacket = uint32_t(produced_ + 1);
+    slot->writerNanos = uint32_t(nanos) | (streamed ? kStreamedPacket : 0) |
+                        (streamed != lastStreamed_ ? kFirstOfItsWay : 0);
+    lastStreamed_ = streamed;
+    commitSend(s.size);
+    return s.size;
   }
 
   // Large packets from memory the caller keeps are lent: one slot says where
@@ -243,6 +274,7 @@ class ShmChannel : public LivenessChannel {
   void consumeRecv(size_t n) override {
     offset_ += n;
     if (offset_ >= length_) {
+      if (timedSince_) recordStoreCost();
       // A lent region's release gives the sender its buffer back, and a
       // large packet's copy dwarfs the moves of the line: at once.
       const bool releaseNow = lent_ || length_ > kBatchedReleaseBytes;
@@ -276,6 +308,23 @@ class ShmChannel : public LivenessChannel {
   static constexpr size_t kBatchedReleaseBytes = 2048;
   // How long a failed read of a lent region waits for the lender's ABORT.
   static constexpr int kAbortGraceMs = 200;
+
+  // The packet just read was timed by its writer: its cost, the slower of
+  // the two sides, joins the measurements of its way of storing, and the
+  // writer is told when the cheaper way changes.
+  void recordStoreCost() {
+    const uint64_t readerNanos = nowNanos() - timedSince_;
+    timedSince_ = 0;
+    if (timedWriterNanos_ & kFirstOfItsWay) return;  // a switch's cost, not a stream's
+    const bool streamed = (timedWriterNanos_ & kStreamedPacket) != 0;
+    const uint64_t writerNanos = timedWriterNanos_ & kWriterNanosMask;
+    if (!storeChooser_.record(streamed, length_, std::max(readerNanos, writerNanos))) return;
+    const bool stream = storeChooser_.prefersStreaming();
+    inbox_->header()->writerShouldStream.store(stream ? 1 : 0, std::memory_order_relaxed);
+    STRATA_INFO("shm link from rank %d: large packets now stored %s (measured %.0f ns per KiB cached, %.0f streaming)",
+                live_.peer(), stream ? "streaming" : "cached", storeChooser_.cachedNsPerKiB(),
+                storeChooser_.streamingNsPerKiB());
+  }
 
   // Releases every packet consumed and not yet released (none: no store).
   void release() {
@@ -358,6 +407,12 @@ class ShmChannel : public LivenessChannel {
       mappedAt_ = peerRegions_.at(ref, live_.peer(), peerProcess_);
       lent_ = true;
       length = size_t(ref.bytes);
+    } else if (length >= kStoreModeMinBytes) {
+      const ShmSlotHeader* slot = inbox_->slotHeader(consumed_);
+      if (slot->timedPacket == uint32_t(consumed_ + 1)) {
+        timedWriterNanos_ = slot->writerNanos;
+        timedSince_ = nowNanos();
+      }
     }
     length_ = length;
     return true;
@@ -368,6 +423,11 @@ class ShmChannel : public LivenessChannel {
   const pid_t peerPid_;        // 0: this side cannot read the peer (never accepts lent regions)
   SingleCopyThresholds lendFrom_;  // smallest packets sent as lent regions (or kSingleCopyMeasured)
   const size_t mappedFrom_;    // smallest packet of strataMemAlloc memory lent by name
+  StoreModeWriter storeWriter_;  // how this side's large packets to the peer are stored
+  bool lastStreamed_ = false;  // the last of them was stored streaming
+  StoreModeChooser storeChooser_;  // what this side's inbox's large packets cost each way
+  uint64_t timedSince_ = 0;    // the current packet is timed: when this side took it (0: not timed)
+  uint32_t timedWriterNanos_ = 0;  // and its writer's copy time (| kStreamedPacket)
   PeerRegions peerRegions_;    // the peer's strataMemAlloc regions, as mapped here
   bool peerReadsUs_ = false;
   uint64_t produced_ = 0;      // packets written to the peer's inbox
@@ -441,8 +501,11 @@ class ShmPendingLink : public PendingLink {
                               : config_->shmSingleCopyBytes ? config_->shmSingleCopyBytes
                                                             : kSingleCopyMinBytes;
     setNonBlocking(socket.get());
+    const StoreModeSetting storeMode = config_->shmStreaming < 0    ? StoreModeSetting::kAuto
+                                       : config_->shmStreaming == 0 ? StoreModeSetting::kCached
+                                                                    : StoreModeSetting::kStreaming;
     return std::make_unique<ShmChannel>(std::move(inbox_), std::move(outbox), std::move(socket), peer_,
-                                        pid_t(peer.pid), peerPid, lendFrom, mappedFrom);
+                                        pid_t(peer.pid), peerPid, lendFrom, mappedFrom, storeMode);
   }
 
  private:
