@@ -242,6 +242,7 @@ class ShmChannel : public LivenessChannel {
   ConstSpan peekRecv() override {
     if (!havePacket()) return {};
     if (!lent_) {
+      if (timed_) peekedAt_ = nowNanos();
       // A branch, not a select: the reads of a longer packet's lines are
       // then issued on the prediction, beside the word's line, instead of
       // waiting for its length to arrive (measured with a select, 2 ranks:
@@ -273,8 +274,12 @@ class ShmChannel : public LivenessChannel {
 
   void consumeRecv(size_t n) override {
     offset_ += n;
+    if (timed_ && peekedAt_) {
+      readerNanos_ += nowNanos() - peekedAt_;
+      peekedAt_ = 0;
+    }
     if (offset_ >= length_) {
-      if (timedSince_) recordStoreCost();
+      if (timed_) recordStoreCost();
       // A lent region's release gives the sender its buffer back, and a
       // large packet's copy dwarfs the moves of the line: at once.
       const bool releaseNow = lent_ || length_ > kBatchedReleaseBytes;
@@ -313,8 +318,8 @@ class ShmChannel : public LivenessChannel {
   // the two sides, joins the measurements of its way of storing, and the
   // writer is told when the cheaper way changes.
   void recordStoreCost() {
-    const uint64_t readerNanos = nowNanos() - timedSince_;
-    timedSince_ = 0;
+    const uint64_t readerNanos = readerNanos_;
+    timed_ = false;
     if (timedWriterNanos_ & kFirstOfItsWay) return;  // a switch's cost, not a stream's
     const bool streamed = (timedWriterNanos_ & kStreamedPacket) != 0;
     const uint64_t writerNanos = timedWriterNanos_ & kWriterNanosMask;
@@ -411,7 +416,8 @@ class ShmChannel : public LivenessChannel {
       const ShmSlotHeader* slot = inbox_->slotHeader(consumed_);
       if (slot->timedPacket == uint32_t(consumed_ + 1)) {
         timedWriterNanos_ = slot->writerNanos;
-        timedSince_ = nowNanos();
+        timed_ = true;
+        readerNanos_ = peekedAt_ = 0;
       }
     }
     length_ = length;
@@ -426,7 +432,11 @@ class ShmChannel : public LivenessChannel {
   StoreModeWriter storeWriter_;  // how this side's large packets to the peer are stored
   bool lastStreamed_ = false;  // the last of them was stored streaming
   StoreModeChooser storeChooser_;  // what this side's inbox's large packets cost each way
-  uint64_t timedSince_ = 0;    // the current packet is timed: when this side took it (0: not timed)
+  // The current packet is timed: the time this side spent reading it so far
+  // (from each peek to the consume after it: its copy or reduction, not
+  // what the rank did between), and when it last peeked (0: consumed since).
+  bool timed_ = false;
+  uint64_t readerNanos_ = 0, peekedAt_ = 0;
   uint32_t timedWriterNanos_ = 0;  // and its writer's copy time (| kStreamedPacket)
   PeerRegions peerRegions_;    // the peer's strataMemAlloc regions, as mapped here
   bool peerReadsUs_ = false;
