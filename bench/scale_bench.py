@@ -36,12 +36,12 @@ ALGOS = {
     "reduce_scatter": ["auto", "ring", "recursive_halving", "hier_ring", "hier_halving", "hier_radix"],
     "all_gather": ["auto", "ring", "recursive_doubling", "hier_ring", "hier_halving", "hier_radix"],
     "all_reduce": ["auto", "ring", "recursive_doubling", "hier_ring", "hier_halving", "hier_leader"],
-    "alltoall": ["auto", "pairwise", "hier_pairwise"],
+    "alltoall": ["auto", "pairwise", "hier_pairwise", "bruck"],
 }
 # The log-step algorithms this benchmark is about, and the ring they replace.
 NEW = {"reduce_scatter": ["recursive_halving", "hier_halving", "hier_radix"],
        "all_gather": ["recursive_doubling", "hier_halving", "hier_radix"],
-       "all_reduce": ["hier_halving"], "alltoall": ["hier_pairwise"]}
+       "all_reduce": ["hier_halving"], "alltoall": ["hier_pairwise", "bruck"]}
 # Sizes are the whole array; these collectives cut it into one block per rank
 # (8), so sizes under 32 B are count 0 for them (rows left empty).
 BLOCKS = {"reduce_scatter": 8, "all_gather": 8, "alltoall": 8}

@@ -29,6 +29,7 @@ void buildHierRingAllGather(const CollArgs& a, Plan& plan);
 void buildHierHalvingAllGather(const CollArgs& a, Plan& plan);
 void buildHierRadixAllGather(const CollArgs& a, Plan& plan);
 void buildHierAllToAll(const CollArgs& a, Plan& plan);
+void buildBruckAllToAll(const CollArgs& a, Plan& plan);
 void buildHierChainBroadcast(const CollArgs& a, Plan& plan);
 void buildHierTreeBroadcast(const CollArgs& a, Plan& plan);
 void buildHierChainReduce(const CollArgs& a, Plan& plan);

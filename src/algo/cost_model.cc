@@ -482,6 +482,23 @@ double pairwiseAllToAllUs(const Topology& t, double block) {
   return std::max(chain, link);
 }
 
+// Bruck's all-to-all (all_to_all/bruck.cc) with blocks of `block` bytes: the
+// blocks laid out, then ceil(log2 n) steps, step k sending the blocks whose
+// slot has bit k set to rank - 2^k (as one message, after which they are
+// copied back from where they landed), then laid out again.
+double bruckAllToAllUs(const Topology& t, double block) {
+  const int n = t.nranks();
+  double us = 2 * localCopyUs(t, block * n);
+  for (int k = 0; (1 << k) < n; ++k) {
+    int moved = 0;
+    for (int i = 0; i < n; ++i) moved += (i >> k) & 1;
+    std::vector<std::pair<int, int>> pairs;
+    for (int r = 0; r < n; ++r) pairs.emplace_back(r, (r - (1 << k) + n) % n);
+    us += stepUs(t, pairs, moved * block) + localCopyUs(t, moved * block);
+  }
+  return us;
+}
+
 }  // namespace
 
 size_t collectiveBytes(Coll coll, size_t count, size_t elemSize, int nranks) {
@@ -567,6 +584,7 @@ double lockstepUs(const std::string& algo, Coll coll, size_t bytesIn, const Topo
     case Coll::kAllToAll:
       if (algo == "pairwise") return pairwiseAllToAllUs(t, bytes / n);
       if (algo == "hier_pairwise") return hierAllToAllUs(t, bytes / n);
+      if (algo == "bruck") return bruckAllToAllUs(t, bytes / n);
       return -1;
     default: return -1;
   }

@@ -134,6 +134,7 @@ double pipelinedRingUs(const Topology& t, const std::vector<int>& order, double 
 // overlapped with the transfer, as a pipelined ring's slices are): two
 // inputs read, one output written.
 double localReduceUs(const Topology& t, double bytes) { return 3 * bytes / (t.memoryGbps * 1e3); }
+double localCopyUs(const Topology& t, double bytes) { return 2 * bytes / (t.memoryGbps * 1e3); }
 
 // Recursive doubling over `team` (global ranks), as buildRecursiveDoublingAllReduce does it:
 // every exchange, in slices (exchangeSlices), is followed by a reduction of the whole message.

@@ -42,6 +42,8 @@ double pipelinedRingUs(const Topology& t, const std::vector<int>& order, double 
                        double slices);
 // Reducing a whole message of `bytes` after it arrived (two inputs read, one output written).
 double localReduceUs(const Topology& t, double bytes);
+// A local copy of `bytes` (read and written once).
+double localCopyUs(const Topology& t, double bytes);
 // Recursive doubling all-reduce over `team` (global ranks).
 double recursiveDoublingUs(const Topology& t, const std::vector<int>& team, double bytes);
 // A binomial tree from team[root] (broadcast; `reduces`: a reduce, each level reducing the whole message).

@@ -41,6 +41,9 @@ struct Algorithm {
 // simulation at 8-4096 nodes it is 2-2.6x faster than hier_halving at
 // 64 KiB-1 MiB (docs/scaling.md).
 bool multiPartnerStepsPriced(const Topology& t) { return t.inter.gapKnown && !t.coresShared; }
+// Bruck's all-to-all saves latencies between nodes; on one node its extra
+// copies and phases cost more than the model's shared-memory latencies say.
+bool acrossNodes(const Topology& t) { return t.nnodes() > 1; }
 
 const Algorithm kAlgorithms[] = {
     {Coll::kAllReduce, "recursive_doubling", buildRecursiveDoublingAllReduce, false},
@@ -68,6 +71,7 @@ const Algorithm kAlgorithms[] = {
     {Coll::kReduce, "hier_tree", buildHierTreeReduce, true},
     {Coll::kAllToAll, "pairwise", buildPairwiseAllToAll, false},
     {Coll::kAllToAll, "hier_pairwise", buildHierAllToAll, true},
+    {Coll::kAllToAll, "bruck", buildBruckAllToAll, false, acrossNodes},
 };
 
 Coll tableColl(Coll c) { return c == Coll::kBarrier ? Coll::kAllReduce : c; }
@@ -88,7 +92,7 @@ bool forcedMatches(const std::string& forced, Coll coll, const char* name) {
   if (rooted && forced == "hier_leader") return n == "hier_tree";
   if (!rooted && forced == "hier_tree") return n == "hier_leader";
   const bool logFamily = forced == "tree" || forced == "recursive_doubling" || forced == "recursive_halving";
-  if (!rooted && logFamily) return n == "recursive_doubling" || n == "recursive_halving";
+  if (!rooted && logFamily) return n == "recursive_doubling" || n == "recursive_halving" || n == "bruck";
   if (!rooted && forced == "hier_doubling") return n == "hier_halving";
   if (!rooted && forced == "chain") return n == "ring";
   return false;

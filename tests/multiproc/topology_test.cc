@@ -122,7 +122,7 @@ TEST_P(TopoFileAlgorithms, EveryCollectiveOnPretendNodesMatchesReference) {
 }
 
 // The log-step algorithms (hier_halving; recursive_doubling, which names
-// recursive_halving for reduce-scatter), the radix-k ones (hier_radix:
+// recursive_halving for reduce-scatter and bruck for all-to-all), the radix-k ones (hier_radix:
 // reduce-scatter and all-gather) and the hierarchical rings, forced
 // over shared memory and TCP, on uneven nodes and a node count that is not
 // a power of two; the flat pairwise all-to-all in its node-by-node order; and

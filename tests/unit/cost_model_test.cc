@@ -261,6 +261,37 @@ TEST(CostModel, PairwiseAllToAllTakesTheLongerOfARanksChainAndItsNodesLink) {
   EXPECT_NEAR(predictUs("pairwise", Coll::kAllToAll, size_t(64 * block), t, 1 << 19), link, 1e-6 * link);
 }
 
+// Bruck's all-to-all: ceil(log2 n) steps, step k moving the blocks whose
+// slot has bit k set (as one message to rank - 2^k), each copied back after
+// it, plus two layouts of all n blocks. On 8 nodes of one rank it beats the
+// pairwise chain of 7 latencies while blocks are small, and loses once the
+// 12 blocks it moves (against 7) cost more than the 4 latencies it saves;
+// the selector offers it only across nodes.
+TEST(CostModel, BruckAllToAllTradesBytesForLatencies) {
+  Topology t = cluster(8, 1);
+  t.inter = LinkParams{15.0, 1.0, "test"};
+  const double block = 64, copy = 2 / (t.memoryGbps * 1e3);
+  const double bruck = 3 * 15.0 + 12 * block / 1e3 + (2 * 8 + 12) * block * copy;
+  EXPECT_NEAR(predictUs("bruck", Coll::kAllToAll, size_t(8 * block), t, 1 << 19), bruck, 1e-6 * bruck);
+  EXPECT_LT(predictUs("bruck", Coll::kAllToAll, 8 * 64, t, 1 << 19),
+            0.6 * predictUs("pairwise", Coll::kAllToAll, 8 * 64, t, 1 << 19));
+  EXPECT_GT(predictUs("bruck", Coll::kAllToAll, 8 << 20, t, 1 << 19),
+            1.5 * predictUs("pairwise", Coll::kAllToAll, 8 << 20, t, 1 << 19));
+  CollArgs args;
+  args.coll = Coll::kAllToAll;
+  args.nranks = 8;
+  args.count = 16;
+  args.topo = &t;
+  EXPECT_EQ(buildCollectivePlan(args, OpDesc{}, Config{}).algorithm, "bruck");
+  args.count = 1 << 20;
+  EXPECT_NE(buildCollectivePlan(args, OpDesc{}, Config{}).algorithm, "bruck");
+  Topology one = cluster(1, 8);
+  one.intra = LinkParams{15.0, 1.0, "test"};
+  args.count = 16;
+  args.topo = &one;
+  EXPECT_NE(buildCollectivePlan(args, OpDesc{}, Config{}).algorithm, "bruck") << "not offered on one node";
+}
+
 TEST(CostModel, ForcedAlgorithmWinsOverTheModel) {
   Topology t = cluster(2, 2);
   CollArgs args;
@@ -290,7 +321,10 @@ TEST(CostModel, ForcedAlgorithmWinsOverTheModel) {
                  Name{Coll::kAllGather, "hier_doubling", "hier_halving"},
                  Name{Coll::kAllReduce, "hier_halving", "hier_halving"},
                  Name{Coll::kAllToAll, "hier_pairwise", "hier_pairwise"},
-                 Name{Coll::kAllToAll, "pairwise", "pairwise"}}) {
+                 Name{Coll::kAllToAll, "pairwise", "pairwise"},
+                 Name{Coll::kAllToAll, "bruck", "bruck"},
+                 Name{Coll::kAllToAll, "recursive_doubling", "bruck"},
+                 Name{Coll::kAllToAll, "tree", "bruck"}}) {
     args.coll = x.coll;
     cfg.algo = x.forced;
     EXPECT_EQ(buildCollectivePlan(args, OpDesc{}, cfg).algorithm, x.built) << collName(x.coll) << " " << x.forced;
