@@ -106,14 +106,15 @@ void logSingleCopy(const std::string& why) {
   if (logged.insert(why).second) STRATA_INFO("shm single copy: %s", why.c_str());
 }
 
-// What a side tells its peer at set-up: its inbox's name, then (single copy)
-// its pid and where its inbox is mapped in its own address space, so that the
-// peer can check it may read this process's memory.
+// The clock large packets are timed by (store_mode.h).
 uint64_t nowNanos() {
   return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
+// What a side tells its peer at set-up: its inbox's name, then (single copy)
+// its pid and where its inbox is mapped in its own address space, so that the
+// peer can check it may read this process's memory.
 struct ShmSetup {
   std::string inboxName;
   uint64_t pid = 0;
