@@ -92,7 +92,8 @@ INSTANTIATE_TEST_SUITE_P(
                       PlanCase{Coll::kBroadcast, "chain", false}, PlanCase{Coll::kBroadcast, "tree", true},
                       PlanCase{Coll::kBroadcast, "tree", false}, PlanCase{Coll::kReduce, "chain", false},
                       PlanCase{Coll::kReduce, "tree", false}, PlanCase{Coll::kReduce, "tree", true},
-                      PlanCase{Coll::kAllToAll, "", false}, PlanCase{Coll::kAllToAll, "", true}),
+                      PlanCase{Coll::kAllToAll, "", false}, PlanCase{Coll::kAllToAll, "", true},
+                      PlanCase{Coll::kAllToAll, "bruck", false}, PlanCase{Coll::kAllToAll, "bruck", true}),
     [](const auto& info) { return caseName(info.param); });
 
 TEST(PlanShape, RingAllReduceMovesTwoNMinusOneOverNOfTheData) {
