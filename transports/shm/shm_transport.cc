@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <mutex>
 #include <set>
@@ -17,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "obs/op_clock.h"
 #include "transports/liveness.h"
 #include "transports/net/transport_choice.h"
 #include "transports/shm/mapped_memory.h"
@@ -106,12 +106,6 @@ void logSingleCopy(const std::string& why) {
   if (logged.insert(why).second) STRATA_INFO("shm single copy: %s", why.c_str());
 }
 
-// The clock large packets are timed by (store_mode.h).
-uint64_t nowNanos() {
-  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch()).count());
-}
-
 // What a side tells its peer at set-up: its inbox's name, then (single copy)
 // its pid and where its inbox is mapped in its own address space, so that the
 // peer can check it may read this process's memory.
@@ -193,10 +187,10 @@ class ShmChannel : public LivenessChannel {
     if (s.size == 0) return 0;
     const bool readerPrefers = outbox_->header()->writerShouldStream.load(std::memory_order_relaxed) != 0;
     const bool streamed = storeWriter_.nextStreamed(readerPrefers);
-    const uint64_t start = nowNanos();
+    const uint64_t start = opclock::steadyNs();
     if (streamed) streamingCopy(s.data, src, s.size);
     else std::memcpy(s.data, src, s.size);
-    const uint64_t nanos = std::min<uint64_t>(nowNanos() - start, kWriterNanosMask);
+    const uint64_t nanos = std::min<uint64_t>(opclock::steadyNs() - start, kWriterNanosMask);
     ShmSlotHeader* slot = outbox_->slotHeader(produced_);
     slot->timedPacket = uint32_t(produced_ + 1);
     slot->writerNanos = uint32_t(nanos) | (streamed ? kStreamedPacket : 0) |
@@ -243,7 +237,7 @@ class ShmChannel : public LivenessChannel {
   ConstSpan peekRecv() override {
     if (!havePacket()) return {};
     if (!lent_) {
-      if (timed_) peekedAt_ = nowNanos();
+      if (timed_) peekedAt_ = opclock::steadyNs();
       // A branch, not a select: the reads of a longer packet's lines are
       // then issued on the prediction, beside the word's line, instead of
       // waiting for its length to arrive (measured with a select, 2 ranks:
@@ -276,7 +270,7 @@ class ShmChannel : public LivenessChannel {
   void consumeRecv(size_t n) override {
     offset_ += n;
     if (timed_ && peekedAt_) {
-      readerNanos_ += nowNanos() - peekedAt_;
+      readerNanos_ += opclock::steadyNs() - peekedAt_;
       peekedAt_ = 0;
     }
     if (offset_ >= length_) {

@@ -14,21 +14,40 @@
 // one plain one each way. A step's sends read the slots its receives would
 // overwrite, so the receives land beside them (a second set of slots) and are
 // copied back after the step.
+#include <vector>
+
 #include "algo/algorithms.h"
 
 namespace strata {
 
 namespace {
 
-// Flows of the slots with bit k set among n slots of `slotBytes` at `base`:
-// whole runs first (one strided flow), then the shorter last run.
-template <typename MakeFlow>
-void forSlotsWithBit(int n, int k, size_t slotBytes, MakeFlow make) {
+// Slots first .. first + count - 1 in `runs` equal runs `stride` bytes apart
+// (runs 1: one range).
+struct SlotRuns {
+  size_t first, count;
+  uint32_t runs;
+  size_t stride;
+};
+
+// The slots with bit k set among n slots of `slotBytes`: the whole runs (one
+// strided set), then the shorter last run.
+std::vector<SlotRuns> slotsWithBit(int n, int k, size_t slotBytes) {
   const size_t run = size_t(1) << k, period = run * 2;
   const size_t whole = size_t(n) / period;
-  if (whole > 0) make(run, whole * run, uint32_t(whole), period * slotBytes);
+  std::vector<SlotRuns> out;
+  if (whole > 0) out.push_back({run, whole * run, uint32_t(whole), period * slotBytes});
   const size_t tail = run + whole * period;
-  if (tail < size_t(n)) make(tail, size_t(n) - tail, 1u, 0);
+  if (tail < size_t(n)) out.push_back({tail, size_t(n) - tail, 1u, 0});
+  return out;
+}
+
+// `f` over the slots `s`, laid out as they are.
+Flow strided(Flow f, const SlotRuns& s) {
+  f.runs = s.runs;
+  f.srcStride = f.kind == FlowKind::kRecv ? 0 : s.stride;
+  f.dstStride = f.kind == FlowKind::kSend ? 0 : s.stride;
+  return f;
 }
 
 }  // namespace
@@ -50,26 +69,14 @@ void buildBruckAllToAll(const CollArgs& a, Plan& plan) {
     plan.add(copyFlow(at(Buf::kSend, size_t((r - i + n) % n) * block), plus(slots, size_t(i) * block), block));
   for (int k = 0; (1 << k) < n; ++k) {
     const int to = (r - (1 << k) + n) % n, from = (r + (1 << k)) % n;
+    const std::vector<SlotRuns> moved = slotsWithBit(n, k, block);
     plan.beginPhase();
-    forSlotsWithBit(n, k, block, [&](size_t first, size_t count, uint32_t runs, size_t stride) {
-      Flow f = sendFlow(to, plus(slots, first * block), count * block);
-      f.runs = runs;
-      f.srcStride = stride;
-      plan.add(f);
-    });
-    forSlotsWithBit(n, k, block, [&](size_t first, size_t count, uint32_t runs, size_t stride) {
-      Flow f = recvFlow(from, plus(landed, first * block), count * block);
-      f.runs = runs;
-      f.dstStride = stride;
-      plan.add(f);
-    });
+    for (const SlotRuns& m : moved) plan.add(strided(sendFlow(to, plus(slots, m.first * block), m.count * block), m));
+    for (const SlotRuns& m : moved)
+      plan.add(strided(recvFlow(from, plus(landed, m.first * block), m.count * block), m));
     plan.beginPhase();
-    forSlotsWithBit(n, k, block, [&](size_t first, size_t count, uint32_t runs, size_t stride) {
-      Flow f = copyFlow(plus(landed, first * block), plus(slots, first * block), count * block);
-      f.runs = runs;
-      f.srcStride = f.dstStride = stride;
-      plan.add(f);
-    });
+    for (const SlotRuns& m : moved)
+      plan.add(strided(copyFlow(plus(landed, m.first * block), plus(slots, m.first * block), m.count * block), m));
   }
   // Slot i holds rank r + i's block for this rank.
   plan.beginPhase();
