@@ -484,8 +484,9 @@ double pairwiseAllToAllUs(const Topology& t, double block) {
 
 // Bruck's all-to-all (all_to_all/bruck.cc) with blocks of `block` bytes: the
 // blocks laid out, then ceil(log2 n) steps, step k sending the blocks whose
-// slot has bit k set to rank - 2^k (as one message, after which they are
-// copied back from where they landed), then laid out again.
+// slot has bit k set to rank - 2^k (in link-sized slices, one phase each,
+// after which they are copied back from where they landed), then laid out
+// again.
 double bruckAllToAllUs(const Topology& t, double block) {
   const int n = t.nranks();
   double us = 2 * localCopyUs(t, block * n);
@@ -494,7 +495,9 @@ double bruckAllToAllUs(const Topology& t, double block) {
     for (int i = 0; i < n; ++i) moved += (i >> k) & 1;
     std::vector<std::pair<int, int>> pairs;
     for (int r = 0; r < n; ++r) pairs.emplace_back(r, (r - (1 << k) + n) % n);
-    us += stepUs(t, pairs, moved * block) + localCopyUs(t, moved * block);
+    const double message = moved * block;
+    const double slices = std::min(double(exchangeSlices(&t, size_t(message), 1)), std::max(block, 1.0));
+    us += slices * stepUs(t, pairs, message / slices) + localCopyUs(t, message);
   }
   return us;
 }
@@ -628,6 +631,27 @@ CostPrediction predictWithLockstepUs(const std::string& algo, Coll coll, size_t 
   noLatency.inter.gapUs = 0;
   const double bytesOnly = lockstepUs(algo, coll, bytes, noLatency, chunk, root, shape);
   return {lockstep - hidden * std::max(0.0, std::min(lockstep - bytesOnly, bytesOnly)), lockstep};
+}
+
+double networkMessagesPerNode(const std::string& algo, Coll coll, const Topology& t) {
+  if (coll != Coll::kAllToAll || t.nnodes() < 2) return -1;
+  const int n = t.nranks(), nodes = t.nnodes();
+  std::vector<double> leaving(size_t(nodes), 0);
+  if (algo == "pairwise") {  // every rank to every rank of the other nodes
+    for (int m = 0; m < nodes; ++m) {
+      const double l = double(t.node(m).size());
+      leaving[size_t(m)] = l * (n - l);
+    }
+  } else if (algo == "hier_pairwise") {  // every column to its rank on each other node
+    for (int m = 0; m < nodes; ++m) leaving[size_t(m)] = double(t.maxLocal()) * (nodes - 1);
+  } else if (algo == "bruck") {  // step k: rank r to rank r - 2^k
+    for (int k = 0; (1 << k) < n; ++k)
+      for (int r = 0; r < n; ++r)
+        if (t.nodeOf(r) != t.nodeOf((r - (1 << k) + n) % n)) leaving[size_t(t.nodeOf(r))] += 1;
+  } else {
+    return -1;
+  }
+  return *std::max_element(leaving.begin(), leaving.end());
 }
 
 double predictUs(const std::string& algo, Coll coll, size_t bytes, const Topology& t, size_t chunk, int root) {

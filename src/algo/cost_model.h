@@ -38,6 +38,12 @@ struct CostPrediction {
 CostPrediction predictWithLockstepUs(const std::string& algorithm, Coll coll, size_t bytes, const Topology& topo,
                                      size_t chunkBytes, int root = 0);
 
+// Messages the busiest node sends across the network in one call of
+// `algorithm` (not counting slices), where the model counts them: the
+// all-to-alls, the one collective whose algorithms differ mostly in this.
+// Negative elsewhere. The selector breaks ties with it (select.cc).
+double networkMessagesPerNode(const std::string& algorithm, Coll coll, const Topology& topo);
+
 // Whether the hierarchical reduce-scatter or all-gather `algorithm` runs the
 // stage inside the nodes beside its exchange across them for `bytes`
 // (node_fanout.h, node_fanin.h; the plans ask this): on equal nodes, where

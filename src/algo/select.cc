@@ -143,7 +143,8 @@ std::vector<Prediction> predictAll(Coll coll, size_t bytes, const Topology& topo
     if (alg.coll != coll) continue;
     const CostPrediction p = predictWithLockstepUs(alg.name, coll, bytes, topo, chunkBytes, root);
     if (p.us >= 0)
-      out.push_back({alg.name, p.us, alg.hierarchical, !alg.offeredOn || alg.offeredOn(topo), p.lockstepUs});
+      out.push_back({alg.name, p.us, alg.hierarchical, !alg.offeredOn || alg.offeredOn(topo), p.lockstepUs,
+                     networkMessagesPerNode(alg.name, coll, topo)});
   }
   return out;
 }
@@ -151,10 +152,16 @@ std::vector<Prediction> predictAll(Coll coll, size_t bytes, const Topology& topo
 // Predictions within kTieFraction of each other are below what the model can
 // tell apart (its parameters come from a few milliseconds of probing on a
 // machine whose network stack changes pace from one second to the next).
-// Among such ties an algorithm that crosses the network once per node beats
-// one that sends from every rank: per-message costs the model does not see
-// (a NIC's message rate, the kernel's network processing under load) only
-// add to the latter. Measured on 2 nodes x 2 ranks: docs/benchmarks/hier.md.
+// Among such ties the one that sends fewer messages across the network wins:
+// per-message costs the model does not see (a NIC's message rate, the
+// kernel's network processing under load) only add to the others. Where the
+// model counts the messages (networkMessagesPerNode: the all-to-alls) the
+// fewest win; elsewhere an algorithm that crosses the network once per node
+// (hierarchical) beats one that sends from every rank. Measured on 2 nodes x
+// 2 ranks: docs/benchmarks/hier.md; on 4 namespace nodes x 2 ranks Bruck's
+// all-to-all (5 messages from a node) was predicted 2-4% ahead of
+// hier_pairwise (6) at 64 B-1 KiB and ran in 0.66-0.68x its time, but lost
+// the tie while only the hierarchical flag counted.
 size_t pickFastest(const std::vector<Prediction>& c, bool preferHierarchical) {
   bool anyAutomatic = false;
   for (const Prediction& p : c) anyAutomatic |= p.automatic;
@@ -162,11 +169,11 @@ size_t pickFastest(const std::vector<Prediction>& c, bool preferHierarchical) {
   size_t fastest = c.size();
   for (size_t i = 0; i < c.size(); ++i)
     if (offered(i) && (fastest == c.size() || c[i].us < c[fastest].us)) fastest = i;
-  auto bestOf = [&](bool hierarchicalOnly) {
+  auto tied = [&](size_t i) { return offered(i) && c[i].us <= c[fastest].us * (1 + kTieFraction); };
+  auto bestOf = [&](auto&& eligible) {
     size_t best = c.size();
     for (size_t i = 0; i < c.size(); ++i) {
-      if (!offered(i) || c[i].us > c[fastest].us * (1 + kTieFraction)) continue;
-      if (hierarchicalOnly && !c[i].hierarchical) continue;
+      if (!tied(i) || !eligible(i)) continue;
       // A later (more elaborate) algorithm must win by more than 1%, or tie
       // within 1% with more than 1% less latency to hide: where the link
       // hides latency, algorithms whose bytes take longer than their latencies
@@ -180,8 +187,19 @@ size_t pickFastest(const std::vector<Prediction>& c, bool preferHierarchical) {
     }
     return best;
   };
-  size_t pick = preferHierarchical ? bestOf(true) : c.size();
-  return pick < c.size() ? pick : bestOf(false);
+  bool counted = true;
+  double fewest = -1;
+  for (size_t i = 0; i < c.size(); ++i)
+    if (tied(i)) {
+      counted &= c[i].networkMessages >= 0;
+      if (fewest < 0 || c[i].networkMessages < fewest) fewest = c[i].networkMessages;
+    }
+  size_t pick = c.size();
+  if (preferHierarchical && counted)
+    pick = bestOf([&](size_t i) { return c[i].networkMessages == fewest; });
+  else if (preferHierarchical)
+    pick = bestOf([&](size_t i) { return c[i].hierarchical; });
+  return pick < c.size() ? pick : bestOf([](size_t) { return true; });
 }
 
 Plan buildCollectivePlan(const CollArgs& args, const OpDesc& desc, const Config& config) {

@@ -28,6 +28,9 @@ struct Prediction {
   // The prediction with none of the network's latency hidden behind bytes
   // (LinkParams::latencyHidden); negative: the same as `us`.
   double lockstepUs = -1;
+  // Messages the busiest node sends across the network per call, where the
+  // model counts them (networkMessagesPerNode); negative: not counted.
+  double networkMessages = -1;
 };
 // Predictions of every algorithm that applies to `coll` on `topo`, in the
 // selector's table order.
@@ -35,8 +38,10 @@ std::vector<Prediction> predictAll(Coll coll, size_t bytes, const Topology& topo
                                    int root = 0);
 // The selector's pick among them (index), of those offered to it
 // (Prediction::automatic; all, if none is): predictions within kTieFraction of
-// the fastest are ties, and with `preferHierarchical` (more than one node) a
-// hierarchical algorithm wins a tie (see select.cc); otherwise the fastest,
+// the fastest are ties, and with `preferHierarchical` (more than one node)
+// the one sending the fewest messages across the network wins a tie where the
+// model counts them, a hierarchical one elsewhere (see select.cc); otherwise
+// the fastest,
 // an earlier one keeping its place unless a later one is more than 1% faster,
 // or within 1% and with more than 1% less latency to hide (lockstepUs).
 // Candidates must not be empty.

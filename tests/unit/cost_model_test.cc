@@ -69,7 +69,8 @@ TEST(CostModel, PredictionsGrowWithSizeAndAutomaticChoiceIsTheMinimum) {
       EXPECT_GE(best, prevBest) << collName(coll) << " " << bytes;
       prevBest = best;
       // The selector builds the predicted-fastest plan, or one within its tie
-      // band (kTieFraction) that is hierarchical.
+      // band (kTieFraction) that is hierarchical or sends the fewest
+      // messages across the network.
       CollArgs args;
       args.coll = coll;
       args.nranks = 4;
@@ -80,9 +81,12 @@ TEST(CostModel, PredictionsGrowWithSizeAndAutomaticChoiceIsTheMinimum) {
       Plan p = buildCollectivePlan(args, d, Config{});
       EXPECT_LE(p.predictedUs, best * (1 + kTieFraction) * 1.0001) << collName(coll) << " " << bytes << " chose "
                                                                     << p.algorithm;
+      const double messages = networkMessagesPerNode(p.algorithm, coll, t),
+                   bestMessages = networkMessagesPerNode(bestName, coll, t);
       if (p.predictedUs > best * 1.0101)
-        EXPECT_EQ(p.algorithm.rfind("hier", 0), 0u) << collName(coll) << " " << bytes << ": " << p.algorithm
-                                                    << " is not the fastest, so it must be a hierarchical tie";
+        EXPECT_TRUE(p.algorithm.rfind("hier", 0) == 0 || messages < bestMessages)
+            << collName(coll) << " " << bytes << ": " << p.algorithm
+            << " is not the fastest, so it must be a hierarchical tie or one with fewer messages";
     }
   }
 }
@@ -108,6 +112,31 @@ TEST(CostModel, TiesGoToTheAlgorithmThatCrossesTheNetworkOncePerNode) {
   EXPECT_EQ(c[pickFastest(c, true)].algorithm, "hier_halving");  // hier_radix is not offered
   c[1].us = 506.0;  // more than 1% slower: the time decides
   EXPECT_EQ(c[pickFastest(c, true)].algorithm, "hier_ring");
+}
+
+// Where the model counts the messages each node sends across the network
+// (the all-to-alls), the fewest win a tie, hierarchical or not.
+TEST(CostModel, TiesGoToTheFewestMessagesAcrossTheNetworkWhereCounted) {
+  Topology t = cluster(4, 2);
+  EXPECT_EQ(networkMessagesPerNode("pairwise", Coll::kAllToAll, t), 12);      // 2 ranks x 6 remote peers
+  EXPECT_EQ(networkMessagesPerNode("hier_pairwise", Coll::kAllToAll, t), 6);  // 2 columns x 3 nodes
+  EXPECT_EQ(networkMessagesPerNode("bruck", Coll::kAllToAll, t), 5);          // steps to r-1 (one), r-2, r-4
+  EXPECT_LT(networkMessagesPerNode("bruck", Coll::kAllToAll, cluster(1, 8)), 0) << "nothing crosses one node";
+  EXPECT_LT(networkMessagesPerNode("ring", Coll::kAllGather, t), 0) << "not counted";
+  std::vector<Prediction> c = {{"pairwise", 720.0, false, true, -1, 12}, {"hier_pairwise", 360.0, true, true, -1, 6},
+                               {"bruck", 357.4, false, true, -1, 5}};
+  EXPECT_EQ(c[pickFastest(c, true)].algorithm, "bruck") << "0.7% apart: a tie, and bruck sends fewer";
+  c[2].us = 368.0;  // 2.2% slower, still a tie
+  EXPECT_EQ(c[pickFastest(c, true)].algorithm, "bruck");
+  c[2].us = 375.0;  // 4% slower: not a tie
+  EXPECT_EQ(c[pickFastest(c, true)].algorithm, "hier_pairwise");
+  c[2].us = 357.4;
+  c[2].networkMessages = 6;  // as many: the time decides, an earlier one keeping its place within 1%
+  EXPECT_EQ(c[pickFastest(c, true)].algorithm, "hier_pairwise");
+  c[2].us = 350.0;
+  EXPECT_EQ(c[pickFastest(c, true)].algorithm, "bruck");
+  c[2].networkMessages = -1;  // not counted: the hierarchical one wins the tie
+  EXPECT_EQ(c[pickFastest(c, true)].algorithm, "hier_pairwise");
 }
 
 // A binomial tree sends to one child per phase, the largest subtree first, so
@@ -262,8 +291,8 @@ TEST(CostModel, PairwiseAllToAllTakesTheLongerOfARanksChainAndItsNodesLink) {
 }
 
 // Bruck's all-to-all: ceil(log2 n) steps, step k moving the blocks whose
-// slot has bit k set (as one message to rank - 2^k), each copied back after
-// it, plus two layouts of all n blocks. On 8 nodes of one rank it beats the
+// slot has bit k set (as one message to rank - 2^k, in 64 KiB or longer
+// slices on a slow link), each copied back after it, plus two layouts of all n blocks. On 8 nodes of one rank it beats the
 // pairwise chain of 7 latencies while blocks are small, and loses once the
 // 12 blocks it moves (against 7) cost more than the 4 latencies it saves;
 // the selector offers it only across nodes.
@@ -290,6 +319,12 @@ TEST(CostModel, BruckAllToAllTradesBytesForLatencies) {
   args.count = 16;
   args.topo = &one;
   EXPECT_NE(buildCollectivePlan(args, OpDesc{}, Config{}).algorithm, "bruck") << "not offered on one node";
+  // On a link of 1 MB/s a step is cut into 64 KiB phases (about a
+  // millisecond of link each, never less than 64 KiB): each of the three
+  // steps' 4 blocks of 100 KB pays ceil(400000 / 65536) = 7 latencies.
+  t.inter = LinkParams{15.0, 0.001, "test"};
+  const double big = 100000, sliced = 3 * (7 * 15.0 + 4 * big / 1.0) + (2 * 8 + 12) * big * copy;
+  EXPECT_NEAR(predictUs("bruck", Coll::kAllToAll, size_t(8 * big), t, 1 << 19), sliced, 1e-6 * sliced);
 }
 
 TEST(CostModel, ForcedAlgorithmWinsOverTheModel) {

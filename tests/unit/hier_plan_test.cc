@@ -531,7 +531,8 @@ TEST(HierPlans, SlicedExchangesOnSlowLinksMatchTheReference) {
   const std::pair<Coll, const char*> cases[] = {
       {Coll::kAllReduce, "recursive_doubling"}, {Coll::kAllReduce, "hier_leader"},
       {Coll::kAllReduce, "hier_halving"},       {Coll::kAllToAll, "pairwise"},
-      {Coll::kAllToAll, "hier_pairwise"},       {Coll::kReduceScatter, "recursive_halving"},
+      {Coll::kAllToAll, "hier_pairwise"},       {Coll::kAllToAll, "bruck"},
+      {Coll::kReduceScatter, "recursive_halving"},
       {Coll::kReduceScatter, "hier_halving"},   {Coll::kAllGather, "recursive_doubling"},
       {Coll::kAllGather, "hier_halving"}};
   const size_t count = 40009;  // 160 KB a block: three 64 KiB slices
