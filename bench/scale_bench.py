@@ -189,10 +189,11 @@ def main():
         old = json.load(open(os.path.join(args.out, "scale.json")))
         merged = {**old["runs"], **runs}
         saved["runs"] = {k: merged[k] for c in ALGOS for pl in PLACEMENTS for k in [f"{c}|{pl}"] if k in merged}
-        kept = sorted({k.split("|")[0] for k in old["runs"] if k not in runs})
-        saved["notes"] = old.get("notes", []) + [
-            f"{', '.join(args.colls.split(','))} re-measured on {saved['date']} ({args.merge}); "
-            f"{', '.join(kept)} from the run of {old['date']} (`bench/scale_bench.py {old['argv']}`)."]
+        # A note per re-measurement; one about the same collectives before is out of date.
+        remeasured = ", ".join(args.colls.split(","))
+        saved["notes"] = [n for n in old.get("notes", []) if not n.startswith(remeasured + " re-measured")] + [
+            f"{remeasured} re-measured on {saved['date']} ({args.merge}); the other collectives as the notes "
+            f"above say (`bench/scale_bench.py {old['argv']}`)."]
         saved["argv"] = old["argv"]
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "scale.json"), "w") as f:
