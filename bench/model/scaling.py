@@ -134,8 +134,14 @@ def main():
               "the ring, in 2 ceil(log2 N) steps instead of 2(N-1). Below ~1 MiB the leader algorithm (recursive "
               "doubling among node leaders) is fastest.",
               *scatter_gather_reading(predictions, args),
-              "- All-to-all: aggregated per node (hier_pairwise) at most sizes and scales: L-fold fewer messages "
-              "cross the network. The flat pairwise wins a window of large sizes at each scale (16 MiB on 8 nodes, "
+              "- All-to-all: where the steps' latencies are the time, Bruck's (ceil(log2 n) steps, each moving "
+              "about half the blocks) instead of hier_pairwise's N-1 steps across nodes: at 64 KiB on every scale, "
+              "and up to 1 MiB on 64 nodes, 4 MiB on 512 and 64 MiB on 4096, where N-1 latencies of 15 µs outweigh the log2(n)/2-fold "
+              "bytes (table above; on 4096 x 8 at 64 KiB, 4095 latencies against 15). The model charges each Bruck "
+              "step its slowest hop in lockstep, and the replay's ranks inside a node move on without waiting for "
+              "the one whose partner is on another node, so it predicts Bruck conservatively at 64 KiB (1.17-1.46x "
+              "the replay; within 25% from 1 MiB). Elsewhere aggregated per node (hier_pairwise): L-fold fewer "
+              "messages cross the network. The flat pairwise wins a window of large sizes at each scale (16 MiB on 8 nodes, "
               "64-256 MiB on 64, 1 GiB on 512, 4 GiB on 4096), where each node's link, kept busy by its drifting "
               "ranks, is all it costs and the hop inside the node that hier_pairwise adds is not hidden; the two are "
               "within a few percent of each other there, and strata-sim's replay agrees (below).",

@@ -71,6 +71,16 @@ r = one("alltoall", "--nodes", "2", "--per-node", "1", "-b", str(A), "-e", str(A
 want = copy + ALPHA + (A / 2) / (GBPS * 0.5 * 1e3)
 check(near(r["sim_us"], want, 0.005), f"the same with node 0's NIC at half speed: {r['sim_us']:.1f} us, by hand {want:.1f}")
 
+# Bruck's all-to-all on 5 nodes of one rank, blocks of 1 MiB: it lays out the 5 blocks
+# (5 copies in one phase, replayed as one copy of their total), then 3 steps moving
+# 2, 2 and 1 blocks (one latency each, then the node's link), each copied back, and
+# a rotation of all 5: 15 blocks read and written, 5 sent.
+Bk = 1 << 20
+r = one("alltoall", "--nodes", "5", "--per-node", "1", "-d", "uint8", "-b", str(5 * Bk), "-e", str(5 * Bk),
+        "--algo", "bruck", "--memory", str(MEM))
+want = 2 * 15 * Bk / (MEM * 1e3) + 3 * ALPHA + 5 * Bk / (GBPS * 1e3)
+check(near(r["sim_us"], want, 0.005), f"Bruck all-to-all of 5 x 1 MiB on 5 nodes: {r['sim_us']:.1f} us, by hand {want:.1f}")
+
 # A node's network in 4 rails (--rails 4): local rank i leaves its node through
 # rail i % 4 only. One transfer gets a quarter of the node's bandwidth; four
 # local ranks streaming at once (the hierarchical ring's columns) get all of it.
