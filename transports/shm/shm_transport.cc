@@ -215,7 +215,7 @@ class ShmChannel : public LivenessChannel {
     if (lendFrom_.againstTwoCopies == kSingleCopyMeasured && n >= kSingleCopyMinBytes && peerReadsUs()) {
       std::string why;
       lendFrom_ = measuredSingleCopyThresholds(&why);
-      logSingleCopy(why + "; packets both ranks copy: lent while the link measures the ring at 1.5x the kernel's copy");
+      logSingleCopy(why);
     }
     if (!peerReadsUs() || !lends(n, savesOneCopy)) return trySend(src, n);
     if (!slotFree()) return 0;
