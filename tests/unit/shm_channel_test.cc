@@ -20,7 +20,6 @@
 #include "core/error.h"
 #include "transports/shm/shm_ring.h"
 #include "transports/shm/shm_transport.h"
-#include "transports/shm/lend_choice.h"
 #include "transports/shm/single_copy.h"
 #include "transports/shm/store_mode.h"
 
@@ -36,10 +35,8 @@ struct ShmPair {
   std::unique_ptr<Channel> a, b;
 
   // `streaming`: STRATA_SHM_STREAMING (-1: measured).
-  // `singleCopy`: STRATA_SHM_SINGLE_COPY.
   explicit ShmPair(size_t singleCopyBytes = 0, int slots = kSlots, size_t slotBytes = kSlotBytes,
-                   int streaming = -1, bool singleCopy = true) {
-    config.shmSingleCopy = singleCopy;
+                   int streaming = -1) {
     config.shmSingleCopyBytes = singleCopyBytes;
     config.shmStreaming = streaming;
     config.shmSlotBytes = slotBytes;
@@ -248,52 +245,6 @@ TEST(ShmChannel, LargePacketsFollowTheReadersMeasurements) {
     std::vector<bool> s = streamedOf(link, kAt + kRun + 8, /*slowWhenStreamed=*/setting == 1);
     EXPECT_EQ(std::count(s.begin(), s.end(), setting == 1), kAt + kRun + 8)
         << "STRATA_SHM_STREAMING=" << setting << " fixes the way, whatever it costs";
-  }
-}
-
-// The large packets both ranks copy (an all-gather's, an all-to-all's) go
-// through the ring or are lent as the reader's measurements of both say
-// (lend_choice.h). Here the reader reads ring packets slowly on purpose (it
-// waits 1 ms before it consumes one): after its first 16 ring packets the
-// link lends, except for the writer's exploring runs through the ring; every
-// packet arrives intact either way. A threshold set by
-// STRATA_SHM_SINGLE_COPY_BYTES, or STRATA_SHM_SINGLE_COPY=0, fixes the choice.
-TEST(ShmChannel, PacketsBothRanksCopyAreLentWhenTheRingCostsMore) {
-  constexpr size_t kLarge = 96 * 1024;
-  std::mt19937 rng(23);
-  std::vector<uint8_t> packet(kLarge), got(kLarge);
-  auto sendAndReceive = [&](ShmPair& link) {
-    const size_t n = kSingleCopyMinBytes + rng() % (kLarge - kSingleCopyMinBytes + 1);  // odd sizes too
-    for (size_t i = 0; i < n; ++i) packet[i] = uint8_t(rng());
-    EXPECT_EQ(link.b->trySendStable(packet.data(), n, n, /*savesOneCopy=*/false), n);
-    const bool lent = link.b->sendBuffersLent();
-    if (lent) {
-      EXPECT_EQ(link.a->tryRecvInto(got.data(), n), n) << "a lent packet is read straight into place";
-    } else {
-      ConstSpan in = link.a->peekRecv();
-      EXPECT_EQ(in.size, n);
-      std::memcpy(got.data(), in.data, std::min(in.size, n));
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      link.a->consumeRecv(in.size);
-    }
-    EXPECT_TRUE(std::equal(got.begin(), got.begin() + long(n), packet.begin())) << n << " bytes";
-    EXPECT_FALSE(link.b->sendBuffersLent()) << "every lent packet was read";
-    return lent;
-  };
-  {
-    ShmPair link(/*singleCopyBytes=*/0, kSlots, kLarge);  // the measured threshold: chosen while running
-    for (uint32_t i = 0; i < 2 * kLendExploreEvery + 20; ++i) {
-      const uint32_t phase = i % kLendExploreEvery;
-      const bool exploring = phase >= kLendExploreAt && phase < kLendExploreAt + kLendExploreRun;
-      ASSERT_EQ(sendAndReceive(link), i >= 16 && !exploring)
-          << "packet " << i << (i < 16 ? ": the ring until 16 of its packets are measured"
-                                       : exploring ? ": an exploring run through the ring" : ": lent");
-    }
-  }
-  ShmPair fixed(/*singleCopyBytes=*/kLarge + 1, kSlots, kLarge), off(0, kSlots, kLarge, -1, /*singleCopy=*/false);
-  for (int i = 0; i < 40; ++i) {
-    ASSERT_FALSE(sendAndReceive(fixed)) << "packet " << i << " is below STRATA_SHM_SINGLE_COPY_BYTES";
-    ASSERT_FALSE(sendAndReceive(off)) << "packet " << i << " with STRATA_SHM_SINGLE_COPY=0";
   }
 }
 

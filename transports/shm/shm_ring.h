@@ -23,8 +23,7 @@
 //
 // A large packet's bytes are stored cached or streaming (store_mode.h): the
 // writer notes which, and its copy time, in the slot header's second half;
-// the reader says which it prefers in the segment header, and whether the
-// packets both ranks copy should be lent instead (lend_choice.h).
+// the reader says which it prefers in the segment header.
 #pragma once
 
 #include <atomic>
@@ -48,9 +47,6 @@ struct ShmRingHeader {
   // Set by the reader: the writer should store large packets streaming
   // (store_mode.h); the reader changes it when its measurements say so.
   alignas(64) std::atomic<uint32_t> writerShouldStream;
-  // Set by the reader: the writer should lend the large packets both ranks
-  // copy (lend_choice.h) rather than send them through the ring.
-  std::atomic<uint32_t> writerShouldLend;
 };
 
 // A lent region's slot payload: the bytes' address in the writer and length.

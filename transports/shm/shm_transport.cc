@@ -22,7 +22,6 @@
 #include "transports/shm/mapped_memory.h"
 #include "transports/shm/shm_ring.h"
 #include "transports/shm/single_copy.h"
-#include "transports/shm/lend_choice.h"
 #include "transports/shm/store_mode.h"
 
 namespace strata {
@@ -151,9 +150,8 @@ class ShmChannel : public LivenessChannel {
              int peer, pid_t peerProcess, pid_t peerPid, size_t lendFrom, size_t mappedFrom,
              StoreModeSetting storeMode)
       : LivenessChannel(std::move(socket), peer), inbox_(std::move(inbox)), outbox_(std::move(outbox)),
-        peerProcess_(peerProcess), peerPid_(peerPid), lendFrom_{lendFrom, lendFrom},
-        lendingMeasured_(lendFrom == kSingleCopyMeasured), mappedFrom_(mappedFrom), storeWriter_(storeMode),
-        releaseEvery_(std::max<uint32_t>(1, inbox_->slots() / 4)) {}
+        peerProcess_(peerProcess), peerPid_(peerPid), lendFrom_{lendFrom, lendFrom}, mappedFrom_(mappedFrom),
+        storeWriter_(storeMode), releaseEvery_(std::max<uint32_t>(1, inbox_->slots() / 4)) {}
 
   const char* transportName() const override { return "shm"; }
 
@@ -196,9 +194,8 @@ class ShmChannel : public LivenessChannel {
     ShmSlotHeader* slot = outbox_->slotHeader(produced_);
     slot->timedPacket = uint32_t(produced_ + 1);
     slot->writerNanos = uint32_t(nanos) | (streamed ? kStreamedPacket : 0) |
-                        (streamed != lastStreamed_ || lastLent_ ? kFirstOfItsWay : 0);
+                        (streamed != lastStreamed_ ? kFirstOfItsWay : 0);
     lastStreamed_ = streamed;
-    lastLent_ = false;
     commitSend(s.size);
     return s.size;
   }
@@ -217,9 +214,9 @@ class ShmChannel : public LivenessChannel {
       lendFrom_ = measuredSingleCopyThresholds(&why);
       logSingleCopy(why);
     }
-    if (!peerReadsUs() || !lends(n, savesOneCopy)) return trySend(src, n);
+    if (n < (savesOneCopy ? lendFrom_.againstOneCopy : lendFrom_.againstTwoCopies) || !peerReadsUs())
+      return trySend(src, n);
     if (!slotFree()) return 0;
-    lastLent_ = true;
     n = std::min<size_t>(std::max(n, lendable), kMaxLentBytes);
     ShmLentRegion region{reinterpret_cast<uint64_t>(src), n};
     std::memcpy(outbox_->payload(produced_), &region, sizeof region);
@@ -227,17 +224,6 @@ class ShmChannel : public LivenessChannel {
                                                std::memory_order_release);
     lentUntil_ = ++produced_;
     return n;
-  }
-
-  // Whether a large packet from memory the caller keeps is lent (the peer
-  // reads this process's memory). Where both ranks copy and the threshold is
-  // the measured one, as the reader's measurements of both ways say
-  // (lend_choice.h); elsewhere from the threshold.
-  bool lends(size_t n, bool savesOneCopy) {
-    if (savesOneCopy) return n >= lendFrom_.againstOneCopy;
-    if (!lendingMeasured_) return n >= lendFrom_.againstTwoCopies;
-    if (n < kSingleCopyMinBytes) return false;
-    return lendWriter_.nextLent(outbox_->header()->writerShouldLend.load(std::memory_order_relaxed) != 0);
   }
 
   bool sendBuffersLent() override {
@@ -276,10 +262,7 @@ class ShmChannel : public LivenessChannel {
     if (!havePacket()) return 0;
     if (!lent_ || mappedAt_ || offset_ < bouncedFrom_ + bounced_) return Channel::tryRecvInto(dst, n);
     n = std::min(n, length_ - offset_);
-    const uint64_t start = choosingLending() ? opclock::steadyNs() : 0;
     readLent(dst, n);
-    if (start && n >= kSingleCopyMinBytes && lendChooser_.recordLent(n, opclock::steadyNs() - start))
-      adviseLending();
     consumeRecv(n);
     return n;
   }
@@ -335,41 +318,12 @@ class ShmChannel : public LivenessChannel {
     if (timedWriterNanos_ & kFirstOfItsWay) return;  // a switch's cost, not a stream's
     const bool streamed = (timedWriterNanos_ & kStreamedPacket) != 0;
     const uint64_t writerNanos = timedWriterNanos_ & kWriterNanosMask;
-    const bool storeChanged = storeChooser_.record(streamed, length_, std::max(readerNanos, writerNanos));
-    // The ring at its best: packets stored the way the link prefers.
-    if (streamed == storeChooser_.prefersStreaming() && choosingLending() &&
-        lendChooser_.recordRing(length_, readerNanos + writerNanos))
-      adviseLending();
-    if (!storeChanged) return;
+    if (!storeChooser_.record(streamed, length_, std::max(readerNanos, writerNanos))) return;
     const bool stream = storeChooser_.prefersStreaming();
     inbox_->header()->writerShouldStream.store(stream ? 1 : 0, std::memory_order_relaxed);
     STRATA_INFO("shm link from rank %d: large packets now stored %s (measured %.0f ns per KiB cached, %.0f streaming)",
                 live_.peer(), stream ? "streaming" : "cached", storeChooser_.cachedNsPerKiB(),
                 storeChooser_.streamingNsPerKiB());
-  }
-
-  // Whether this side measures the ring against lending for its peer's
-  // packets: the threshold is the measured one and this side may read the
-  // peer's memory. The kernel copy's first estimate is the process's
-  // measured rate (in 256 KiB calls), taken at the first use.
-  bool choosingLending() {
-    if (!lendingMeasured_ || !peerPid_) return false;
-    if (lendChooser_.kernelNsPerKiB() == 0 && !kernelUnknown_) {
-      const SingleCopyCosts& c = singleCopyCosts();
-      kernelUnknown_ = !c.failure.empty() || c.kernelGBps <= 0;
-      if (!kernelUnknown_) lendChooser_ = LendChooser(1024.0 / c.kernelGBps + c.callUs * 1e3 / 256.0);
-    }
-    return !kernelUnknown_;
-  }
-
-  // Tells the writer what the reader now prefers for the packets both ranks copy.
-  void adviseLending() {
-    const bool lend = lendChooser_.prefersLending();
-    inbox_->header()->writerShouldLend.store(lend ? 1 : 0, std::memory_order_relaxed);
-    STRATA_INFO("shm link from rank %d: large packets both ranks copy now %s (measured %.0f ns per KiB through the "
-                "ring, both sides' copies; %.0f by the kernel's single copy)",
-                live_.peer(), lend ? "lent (single copy)" : "sent through the ring", lendChooser_.ringNsPerKiB(),
-                lendChooser_.kernelNsPerKiB());
   }
 
   // Releases every packet consumed and not yet released (none: no store).
@@ -469,13 +423,6 @@ class ShmChannel : public LivenessChannel {
   const pid_t peerProcess_;    // the peer's pid
   const pid_t peerPid_;        // 0: this side cannot read the peer (never accepts lent regions)
   SingleCopyThresholds lendFrom_;  // smallest packets sent as lent regions (or kSingleCopyMeasured)
-  // The threshold is the measured one: the packets both ranks copy are lent
-  // as the reader's measurements say (lend_choice.h).
-  const bool lendingMeasured_;
-  LendWriter lendWriter_;    // this side's choice for its packets to the peer
-  LendChooser lendChooser_;  // what the peer's packets to this side cost each way
-  bool kernelUnknown_ = false;  // this process's kernel copy could not be measured
-  bool lastLent_ = false;       // this side's last large packet to the peer was lent
   const size_t mappedFrom_;    // smallest packet of strataMemAlloc memory lent by name
   StoreModeWriter storeWriter_;  // how this side's large packets to the peer are stored
   bool lastStreamed_ = false;  // the last of them was stored streaming
