@@ -159,8 +159,8 @@ std::vector<Prediction> predictAll(Coll coll, size_t bytes, const Topology& topo
 // fewest win; elsewhere an algorithm that crosses the network once per node
 // (hierarchical) beats one that sends from every rank. Measured on 2 nodes x
 // 2 ranks: docs/benchmarks/hier.md; on 4 namespace nodes x 2 ranks Bruck's
-// all-to-all (5 messages from a node) was predicted 2-4% ahead of
-// hier_pairwise (6) at 64 B-1 KiB and ran in 0.66-0.68x its time, but lost
+// all-to-all (5 messages from a node) was predicted 2-3% ahead of
+// hier_pairwise (6) at 256 B-1 KiB and ran in 0.66-0.68x its time, but lost
 // the tie while only the hierarchical flag counted.
 size_t pickFastest(const std::vector<Prediction>& c, bool preferHierarchical) {
   bool anyAutomatic = false;

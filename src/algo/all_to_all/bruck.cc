@@ -12,9 +12,9 @@
 // is a rotation (two contiguous copies). The slots with bit k set are runs of
 // 2^k slots every 2^(k+1), the last run perhaps shorter: one strided flow and
 // one plain one each way (more where a large step is cut into slices). A
-// step's sends read the slots its receives would
-// overwrite, so the receives land beside them (a second set of slots) and are
-// copied back after the step.
+// step's sends read the slots its receives would overwrite, so the receives
+// land beside them (a second set of slots) and are copied back after the
+// step.
 #include <algorithm>
 #include <vector>
 
