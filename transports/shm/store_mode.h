@@ -39,9 +39,12 @@ constexpr size_t kStoreModeMinBytes = 64 * 1024;
 // they were stored look dearer than it is: measured, 40 us for a 256 KiB
 // packet that takes 7 in a warm stream), and rarely (in a stream of 256 KiB
 // packets the exploring costs about 1.5% where the preferred way is twice as
-// fast).
+// fast). From the 32nd: in 4 MiB launches of 23 calls on 2 ranks, from the
+// 64th the slow state's all-to-all took 485 us (streaming alone 253), from
+// the 32nd 313, level with the 64th in the usual state; from the 16th, the
+// usual state's all-to-all chose streaming too often (261 against 215).
 constexpr uint32_t kStoreModeExploreEvery = 256;
-constexpr uint32_t kStoreModeExploreAt = 64;
+constexpr uint32_t kStoreModeExploreAt = 32;
 constexpr uint32_t kStoreModeExploreRun = 4;
 
 enum class StoreModeSetting { kAuto, kCached, kStreaming };  // STRATA_SHM_STREAMING unset/auto, 0, 1
