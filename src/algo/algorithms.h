@@ -30,6 +30,9 @@ void buildHierHalvingAllGather(const CollArgs& a, Plan& plan);
 void buildHierRadixAllGather(const CollArgs& a, Plan& plan);
 void buildHierAllToAll(const CollArgs& a, Plan& plan);
 void buildBruckAllToAll(const CollArgs& a, Plan& plan);
+// The blocks step k of Bruck's all-to-all on n ranks moves (the slots whose
+// index has bit k set): the plan and the cost model both count them.
+size_t bruckBlocksMoved(int n, int k);
 void buildHierChainBroadcast(const CollArgs& a, Plan& plan);
 void buildHierTreeBroadcast(const CollArgs& a, Plan& plan);
 void buildHierChainReduce(const CollArgs& a, Plan& plan);

@@ -491,11 +491,9 @@ double bruckAllToAllUs(const Topology& t, double block) {
   const int n = t.nranks();
   double us = 2 * localCopyUs(t, block * n);
   for (int k = 0; (1 << k) < n; ++k) {
-    int moved = 0;
-    for (int i = 0; i < n; ++i) moved += (i >> k) & 1;
     std::vector<std::pair<int, int>> pairs;
     for (int r = 0; r < n; ++r) pairs.emplace_back(r, (r - (1 << k) + n) % n);
-    const double message = moved * block;
+    const double message = double(bruckBlocksMoved(n, k)) * block;
     const double slices = std::min(double(exchangeSlices(&t, size_t(message), 1)), std::max(block, 1.0));
     us += slices * stepUs(t, pairs, message / slices) + localCopyUs(t, message);
   }

@@ -292,10 +292,11 @@ TEST(CostModel, PairwiseAllToAllTakesTheLongerOfARanksChainAndItsNodesLink) {
 
 // Bruck's all-to-all: ceil(log2 n) steps, step k moving the blocks whose
 // slot has bit k set (as one message to rank - 2^k, in 64 KiB or longer
-// slices on a slow link), each copied back after it, plus two layouts of all n blocks. On 8 nodes of one rank it beats the
-// pairwise chain of 7 latencies while blocks are small, and loses once the
-// 12 blocks it moves (against 7) cost more than the 4 latencies it saves;
-// the selector offers it only across nodes.
+// slices on a slow link), each copied back after it, plus two layouts of all
+// n blocks. On 8 nodes of one rank it beats the pairwise chain of 7
+// latencies while blocks are small, and loses once the 12 blocks it moves
+// (against 7) cost more than the 4 latencies it saves; the selector offers it
+// only across nodes.
 TEST(CostModel, BruckAllToAllTradesBytesForLatencies) {
   Topology t = cluster(8, 1);
   t.inter = LinkParams{15.0, 1.0, "test"};

@@ -68,14 +68,13 @@ Flow strided(Flow f, const Runs& s) {
   return f;
 }
 
-// How many slots have bit k set among n.
-size_t slotsMoved(int n, int k) {
+}  // namespace
+
+size_t bruckBlocksMoved(int n, int k) {
   size_t moved = 0;
   for (int i = 0; i < n; ++i) moved += size_t((i >> k) & 1);
   return moved;
 }
-
-}  // namespace
 
 void buildBruckAllToAll(const CollArgs& a, Plan& plan) {
   const int n = a.nranks, r = a.rank;
@@ -98,7 +97,7 @@ void buildBruckAllToAll(const CollArgs& a, Plan& plan) {
     // other exchanges are (exchangeSlices): slice s carries the same part of
     // every moved block. In one piece, a step of 512 KiB or more over the
     // tbf-shaped namespace links took 2-2.7x its bytes' time.
-    const size_t slices = std::min(exchangeSlices(a.topo, slotsMoved(n, k) * a.count, e), std::max<size_t>(a.count, 1));
+    const size_t slices = std::min(exchangeSlices(a.topo, bruckBlocksMoved(n, k) * a.count, e), std::max<size_t>(a.count, 1));
     for (size_t s = 0; s < slices; ++s) {
       const ByteSpan part = blockSpan(a.count, int(slices), int(s), e);
       const std::vector<Runs> moved = slotsWithBit(n, k, block, part.offset, slices == 1 ? block : part.bytes);
