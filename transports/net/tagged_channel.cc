@@ -168,7 +168,7 @@ class TaggedLinkState {
   };
   struct PendingRecv {
     uint32_t slot;  // packet slot, or credit buffer index
-    uint64_t seq;
+    uint64_t seq;   // packet or credit message sequence number
     bool credit;
   };
   int railOf(uint64_t seq) const { return int(seq % uint64_t(rails_)); }
@@ -199,9 +199,10 @@ class TaggedLinkState {
     pendingRecvs_.push_back({slot, seq, false});
   }
 
+  // Credit messages arrive in sequence; buffer i takes the next one due.
   void postCreditRecv(int i) {
     creditRecv_[i].inFlight = true;
-    pendingRecvs_.push_back({uint32_t(i), 0, true});
+    pendingRecvs_.push_back({uint32_t(i), creditRecvSeq_++, true});
   }
 
   void flushRecvPosts() {
@@ -210,11 +211,11 @@ class TaggedLinkState {
       bool posted;
       if (r.credit) {
         posted = ep_.postRecv(peerHandle_, 0, creditRecvBuffer(int(r.slot)), 8, controlDesc_[0],
-                              makeTag(kTagCredit, peer_, 0), 0xffffffffu, &creditRecv_[r.slot]);
+                              makeTag(kTagCredit, peer_, r.seq), &creditRecv_[r.slot]);
       } else {
         int rail = railOf(r.seq);
         posted = ep_.postRecv(peerHandle_, rail, recvRing_.get() + size_t(r.slot) * slotBytes_,
-                              slotBytes_, recvDesc_[size_t(rail)], makeTag(kTagData, peer_, r.seq), 0,
+                              slotBytes_, recvDesc_[size_t(rail)], makeTag(kTagData, peer_, r.seq),
                               &recvOps_[r.slot]);
       }
       if (!posted) break;
@@ -233,11 +234,12 @@ class TaggedLinkState {
     std::memcpy(creditSendBuffer(), &value, 8);
     creditSend_.inFlight = true;
     if (!ep_.postSend(peerHandle_, 0, creditSendBuffer(), 8, controlDesc_[0],
-                      makeTag(kTagCredit, rank_, value), &creditSend_)) {
+                      makeTag(kTagCredit, rank_, creditSendSeq_), &creditSend_)) {
       creditSend_.inFlight = false;
       creditWanted_ = true;
       return;
     }
+    ++creditSendSeq_;
     creditWanted_ = false;
     creditReported_ = value;
   }
@@ -262,6 +264,8 @@ class TaggedLinkState {
   uint64_t peerConsumed_ = 0;   // packets the peer reported consumed
   uint64_t recvSeq_ = 0;        // packets consumed here
   uint64_t creditReported_ = 0; // last consumption reported to the peer
+  uint64_t creditSendSeq_ = 0;  // credit messages sent
+  uint64_t creditRecvSeq_ = 0;  // credit messages whose receive is queued or posted
   bool creditWanted_ = false;
   size_t offset_ = 0;           // bytes consumed of the current packet
   std::string errorMessage_;

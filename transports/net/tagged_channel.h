@@ -7,8 +7,9 @@
 // (commitSend). Credits keep every send matched to a posted receive: the
 // sender may have at most the receiver's slot count of packets beyond what
 // the receiver has consumed, and the receiver reports its consumption in a
-// small credit message every half window. So the library never buffers an
-// unexpected message, the receive side is bounded, and a link buffers exactly
+// small credit message every half window (each credit message with its own
+// sequence number, the count in its payload). So the library never buffers an
+// unexpected data packet, the receive side is bounded, and a link buffers exactly
 // one window, which is what the executor's deadlock rule (link capacity)
 // assumes. Packets go round-robin over the endpoint's rails (NICs).
 #pragma once

@@ -37,8 +37,14 @@ struct TaggedOp {
 };
 
 // Tags: kind (2 bits) | sender's rank (30 bits) | sequence number (32 bits).
-// Every data packet has its own sequence number, so receives match exactly
-// whatever order the library delivers in, and packets can take any rail.
+// Every data packet and every credit message has its own sequence number, so
+// receives match exactly whatever order the library delivers in, and packets
+// can take any rail. Receives never ignore tag bits: libfabric's shm provider
+// (1.17 and 1.18, Debian 12's) matches a receive against a message that came
+// before it with the mask left in that message's recycled entry, not the
+// receive's, so a wildcard receive never found such a message (a credit lost,
+// a link stalled: the CI hang in Collectives ofi_3ranks_shm), and a stale
+// wildcard mask could let an exact receive take the wrong message.
 constexpr uint64_t kTagData = uint64_t(1) << 62;
 constexpr uint64_t kTagCredit = uint64_t(2) << 62;
 inline uint64_t makeTag(uint64_t kind, int rank, uint64_t seq) {
@@ -67,7 +73,7 @@ class TaggedEndpoint {
   virtual bool postSend(uint64_t peer, int rail, const void* buf, size_t len, void* desc,
                         uint64_t tag, TaggedOp* op) = 0;
   virtual bool postRecv(uint64_t peer, int rail, void* buf, size_t len, void* desc, uint64_t tag,
-                        uint64_t ignoreBits, TaggedOp* op) = 0;
+                        TaggedOp* op) = 0;
   // Drives the library; reports completions through completeTaggedOp().
   // Returns true if any operation completed.
   virtual bool progress() = 0;

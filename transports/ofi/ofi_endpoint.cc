@@ -218,10 +218,10 @@ bool OfiEndpoint::postSend(uint64_t peer, int rail, const void* buf, size_t len,
 }
 
 bool OfiEndpoint::postRecv(uint64_t peer, int rail, void* buf, size_t len, void* desc,
-                           uint64_t tag, uint64_t ignoreBits, TaggedOp* op) {
+                           uint64_t tag, TaggedOp* op) {
   Rail& r = rails_[size_t(rail)];
   ssize_t rc = watch_.run(
-      "fi_trecv", -1, [&] { return fi_trecv(r.ep, buf, len, desc, FI_ADDR_UNSPEC, tag, ignoreBits, op->provider); });
+      "fi_trecv", -1, [&] { return fi_trecv(r.ep, buf, len, desc, FI_ADDR_UNSPEC, tag, 0, op->provider); });
   if (rc == -FI_EAGAIN) {
     drain(r);
     return false;

@@ -37,7 +37,7 @@ class OfiEndpoint : public TaggedEndpoint {
   bool postSend(uint64_t peer, int rail, const void* buf, size_t len, void* desc, uint64_t tag,
                 TaggedOp* op) override;
   bool postRecv(uint64_t peer, int rail, void* buf, size_t len, void* desc, uint64_t tag,
-                uint64_t ignoreBits, TaggedOp* op) override;
+                TaggedOp* op) override;
   bool progress() override;
   void* memoryDescriptor(int rail, void* buf, size_t len) override;
 

@@ -190,7 +190,7 @@ bool UcxEndpoint::postSend(uint64_t peer, int, const void* buf, size_t len, void
 }
 
 bool UcxEndpoint::postRecv(uint64_t, int, void* buf, size_t len, void*, uint64_t tag,
-                           uint64_t ignoreBits, TaggedOp* op) {
+                           TaggedOp* op) {
   ucp_request_param_t p{};
   ucp_tag_recv_info_t info{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_RECV_INFO;
@@ -198,7 +198,7 @@ bool UcxEndpoint::postRecv(uint64_t, int, void* buf, size_t len, void*, uint64_t
   p.user_data = op;
   p.recv_info.tag_info = &info;
   op->endpoint = this;
-  ucs_status_ptr_t r = api().tagRecvNbx(worker_, buf, len, tag, ~ignoreBits, &p);
+  ucs_status_ptr_t r = api().tagRecvNbx(worker_, buf, len, tag, ~uint64_t(0), &p);
   if (r == nullptr) {  // the message had already arrived: done at once, no callback
     completeTaggedOp(op, info.length, false, {});
   } else if (UCS_PTR_IS_ERR(r)) {

@@ -26,7 +26,7 @@ class UcxEndpoint : public TaggedEndpoint {
   bool postSend(uint64_t peer, int rail, const void* buf, size_t len, void* desc, uint64_t tag,
                 TaggedOp* op) override;
   bool postRecv(uint64_t peer, int rail, void* buf, size_t len, void* desc, uint64_t tag,
-                uint64_t ignoreBits, TaggedOp* op) override;
+                TaggedOp* op) override;
   bool progress() override;
   void* memoryDescriptor(int, void*, size_t) override { return nullptr; }
 
