@@ -37,8 +37,9 @@ bool StoreModeChooser::record(bool streamed, size_t bytes, uint64_t nanos) {
   cost = cost == 0 ? perKiB : cost + weight * (std::min(perKiB, kMostOfAverage * cost) - cost);
   if (cost_[0] == 0 || cost_[1] == 0) return false;
   const bool before = prefersStreaming_;
-  if (!prefersStreaming_ && cost_[1] * kSwitchMargin < cost_[0]) prefersStreaming_ = true;
-  else if (prefersStreaming_ && cost_[0] * kSwitchMargin < cost_[1]) prefersStreaming_ = false;
+  const double streaming = cost_[1] * kStreamingBias;
+  if (!prefersStreaming_ && streaming * kSwitchMargin < cost_[0]) prefersStreaming_ = true;
+  else if (prefersStreaming_ && cost_[0] * kSwitchMargin < streaming) prefersStreaming_ = false;
   return prefersStreaming_ != before;
 }
 

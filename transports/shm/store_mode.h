@@ -69,6 +69,14 @@ class StoreModeChooser {
   // A way is preferred once the other costs this much more (no flapping
   // between two ways that cost the same).
   static constexpr double kSwitchMargin = 1.1;
+  // Streaming's per-packet cost is compared at this multiple: the packets'
+  // times favour it. In the usual state of the 2-core VM, streamed packets
+  // measured 10-30% cheaper than cached ones while whole calls ran slower
+  // streamed (a sweep's 4 MiB all-to-all 295-342 us against 200-225 cached,
+  // 16 MiB 2185-2395 against 1816-2171), and the link flapped between the
+  // ways dozens of times a launch; in the slow state streaming measures
+  // 2.4-5x cheaper and is.
+  static constexpr double kStreamingBias = 1.4;
   // Weight of the newest packet in the moving averages: a quarter, or a half
   // for a packet stored the way not preferred (an exploring run's: the reader
   // sees three in a row now and then, and they should replace most of what
