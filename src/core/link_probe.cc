@@ -222,7 +222,15 @@ double probeIntraNodeLatency(Comm& c) {
 // message per node. Each time is linear in (alpha, gap) through the model;
 // two shapes give two equations. Timing a pair of ranks alone would not do:
 // while two ranks exchange, the others wait, and on shared cores that skews
-// the latency several-fold from one launch to the next.
+// the latency several-fold from one launch to the next. 240 timed rounds of
+// each: the times spread 2x and more (8 ranks on 2 cores are in step or not),
+// so the median of 60 moved with the mix a probe caught: on 8 namespace nodes
+// x 1 rank, 35 probes of 60 rounds fitted alpha 86-190 us (sd 22) while the
+// collectives ran at about 120, and a 16 KiB all-to-all's choice flipped at
+// 146; 21 probes of 240 fitted 103-135 (sd 9). It costs 480 small all-reduces
+// at init (about 0.2 s there, a few ms on a real network).
+constexpr int kProbeRounds = 240;
+
 LinkParams probeInterNodeLink(Comm& c) {
   const Topology& t = c.topology();
   const int a = t.node(0)[0], b = t.node(1)[0];
@@ -233,7 +241,7 @@ LinkParams probeInterNodeLink(Comm& c) {
   const char* shapes[2] = {"recursive_doubling", "hier_leader"};
   std::vector<double> times[2];
   double in = 1, out = 0;
-  for (int i = 0; i < 65; ++i)
+  for (int i = 0; i < kProbeRounds + 5; ++i)
     for (int s = 0; s < 2; ++s) {
       double t0 = probeClockUs();
       allReduceWith(c, shapes[s], &in, &out, 1);
