@@ -10,7 +10,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "core/config.h"
@@ -190,8 +189,8 @@ bool receivePacket(Channel& ch, Channel* sender = nullptr) {
   return false;
 }
 
-// Lets the other processes' side of shared memory catch up: progress on the
-// named channels only, for `ms`.
+// Drives the named channels only, for `ms`: what they sent arrives and is
+// matched, while the other links of their endpoints are left alone.
 void settle(std::initializer_list<Channel*> chans, int ms) {
   auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   while (std::chrono::steady_clock::now() < until)
