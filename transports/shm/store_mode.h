@@ -73,9 +73,9 @@ class StoreModeChooser {
   // times favour it. In the usual state of the 2-core VM, streamed packets
   // measured 10-30% cheaper than cached ones while whole calls ran slower
   // streamed (a sweep's 4 MiB all-to-all 295-342 us against 200-225 cached,
-  // 16 MiB 2185-2395 against 1816-2171), and the link flapped between the
-  // ways dozens of times a launch; in the slow state streaming measures
-  // 2.4-5x cheaper and is.
+  // 16 MiB 2185-2395 against 1816-2171); in the slow state streaming
+  // measures 2.4-5x cheaper and is. The averages it compares are the
+  // unweighted ones (cachedNsPerKiB, streamingNsPerKiB, the INFO log's).
   static constexpr double kStreamingBias = 1.4;
   // Weight of the newest packet in the moving averages: a quarter, or a half
   // for a packet stored the way not preferred (an exploring run's: the reader
