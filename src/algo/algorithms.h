@@ -37,10 +37,10 @@ void buildHierChainBroadcast(const CollArgs& a, Plan& plan);
 void buildHierTreeBroadcast(const CollArgs& a, Plan& plan);
 void buildHierChainReduce(const CollArgs& a, Plan& plan);
 void buildHierTreeReduce(const CollArgs& a, Plan& plan);
-// Outer pipeline slices of the hierarchical rings (the same on every rank;
-// the cost model uses them too).
+// Outer pipeline slices of the hierarchical rings whose data is cut into
+// `columns` parts (the same on every rank; the cost model uses them too).
 class Topology;
-size_t hierOuterSlices(const Topology& t, size_t maxPartBytes, size_t chunkBytes);
+size_t hierOuterSlices(const Topology& t, size_t maxPartBytes, size_t chunkBytes, int columns);
 size_t hierBlockSlices(const Topology& t, size_t blockBytes, size_t chunkBytes);
 // Whether the flat pairwise all-to-all takes its steps node by node (equal
 // nodes, a rail for at most two of a node's ranks) rather than in rank order

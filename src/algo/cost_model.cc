@@ -35,18 +35,23 @@ std::vector<int> leaders(const Topology& t, int root) {
 // The inter-node stage of the hierarchical rings: every carried column's
 // ring across nodes, one phase of a step moving `bytesPerStep`, all of a
 // node's ranks streaming at once and sharing its link; the busiest node's.
-double interColumnsPhaseUs(const Topology& t, double bytesPerStep) {
+// `columns`: how many columns the data is cut into (K, the most ranks on a
+// node, unless a plan takes fewer).
+double interColumnsPhaseUs(const Topology& t, double bytesPerStep, double columns) {
   if (t.nnodes() < 2) return 0;
   double worst = 0;
-  const double maxLocal = t.maxLocal();  // (a walk over the nodes)
   for (int m = 0; m < t.nnodes(); ++m) {
     const double l = double(t.node(m).size());
-    const double carried = std::ceil(maxLocal / l);
-    const double streams = std::min<double>(l, maxLocal);
+    const double carried = std::ceil(columns / l);
+    const double streams = std::min<double>(l, columns);
     double step = t.inter.alphaUs + (streams - 1) * t.inter.gapUs + bytesPerStep * interStreamUsPerByte(t, streams);
     worst = std::max(worst, carried * step);
   }
   return worst;
+}
+
+double interColumnsPhaseUs(const Topology& t, double bytesPerStep) {
+  return interColumnsPhaseUs(t, bytesPerStep, t.maxLocal());
 }
 
 // `phases` such phases.
@@ -183,7 +188,7 @@ double ringColumnsUs(const Topology& t, double blockBytes, double steps, size_t 
 // each column's ring all-reduce across nodes, intra all-gather.
 double hierRingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
   const double k = t.maxLocal(), nodes = t.nnodes(), part = bytes / k;
-  const double slices = double(hierOuterSlices(t, size_t(part), chunk));
+  const double slices = double(hierOuterSlices(t, size_t(part), chunk, t.maxLocal()));
   const double slicePart = part / slices;
   const double inter = ringColumnsUs(t, slicePart / nodes, 2 * (nodes - 1), chunk);
   return slices * (2 * intraRingsUs(t, k, slicePart, chunk) + inter);
@@ -277,40 +282,47 @@ double halvingColumnsUs(const Topology& t, double part, size_t chunk) {
 // recursive_doubling.cc): floor(log2 N) exchanges of all of it, two steps
 // more where N is not a power of two (the extra nodes' carriers fold in and
 // get the result back). Half the steps of halving, log2 N times the bytes.
-double doublingColumnsUs(const Topology& t, double part) {
+// The data cut into `columns` parts.
+double doublingColumnsUs(const Topology& t, double part, double columns) {
   const int n = t.nnodes();
   if (n < 2) return 0;
   int p = 1;
   while (p * 2 <= n) p *= 2;
   const double slices = double(exchangeSlices(&t, size_t(part), 1));
-  double us = p < n ? 2 * interColumnsPhaseUs(t, part) + localReduceUs(t, part) : 0;
-  for (int m = 1; m < p; m <<= 1) us += slices * interColumnsPhaseUs(t, part / slices) + localReduceUs(t, part);
+  double us = p < n ? 2 * interColumnsPhaseUs(t, part, columns) + localReduceUs(t, part) : 0;
+  for (int m = 1; m < p; m <<= 1)
+    us += slices * interColumnsPhaseUs(t, part / slices, columns) + localReduceUs(t, part);
   return us;
 }
 
-// How hier_halving's all-reduce of `bytes` crosses nodes: its outer slices
-// (hierOuterSlices), each one's part of a column, and the faster of halving
-// and doubling for that part (ties go to halving).
-struct HierHalvingAcross {
-  double slices = 1, slicePart = 0, us = 0;
-  bool doubles = false;
-};
-HierHalvingAcross hierHalvingAcross(const Topology& t, double bytes, size_t chunk) {
-  HierHalvingAcross x;
-  const double part = bytes / t.maxLocal();
-  x.slices = double(hierOuterSlices(t, size_t(part), chunk));
-  x.slicePart = part / x.slices;
-  const double halving = halvingColumnsUs(t, x.slicePart, chunk), doubling = doublingColumnsUs(t, x.slicePart);
-  x.doubles = doubling < halving;
-  x.us = x.doubles ? doubling : halving;
-  return x;
+// hier_halving's all-reduce of `bytes` in one form (HierHalvingAllReduceForm),
+// as buildHierHalvingAllReduce builds it: per outer slice (hierOuterSlices) a
+// ring inside each node into `columns` parts, each part's all-reduce across
+// nodes, a ring back.
+double hierHalvingFormUs(const Topology& t, double bytes, size_t chunk, HierHalvingAllReduceForm form) {
+  const double part = bytes / form.columns;
+  const double slices = double(hierOuterSlices(t, size_t(part), chunk, form.columns));
+  const double slicePart = part / slices;
+  const double across =
+      form.doubles ? doublingColumnsUs(t, slicePart, form.columns) : halvingColumnsUs(t, slicePart, chunk);
+  return slices * (2 * intraRingsUs(t, form.columns, slicePart, chunk) + across);
 }
 
-// Mirrors buildHierHalvingAllReduce: as the ring version, with each column's
-// all-reduce across nodes the faster of halving and doubling.
-double hierHalvingAllReduceUs(const Topology& t, double bytes, size_t chunk) {
-  const HierHalvingAcross x = hierHalvingAcross(t, bytes, chunk);
-  return x.slices * (2 * intraRingsUs(t, t.maxLocal(), x.slicePart, chunk) + x.us);
+// The links `t` has with none of their latency: what a run of steps costs in
+// bytes alone.
+Topology withoutLatency(const Topology& t) {
+  Topology bytesOnly = t;
+  bytesOnly.inter.alphaUs = 0;
+  bytesOnly.inter.gapUs = 0;
+  return bytesOnly;
+}
+
+// On a link that hides latency behind bytes (LinkParams::latencyHidden: a
+// token bucket refunds the idle time between steps) a sequence of steps
+// costs less than its latencies plus its bytes (`lockstep`): the hidden share
+// of the smaller of the two goes (all of it: the longer of the two).
+double hidingLatency(const Topology& t, double lockstep, double bytesOnly) {
+  return lockstep - t.inter.latencyHidden * std::max(0.0, std::min(lockstep - bytesOnly, bytesOnly));
 }
 
 // The intra-node stage of the hierarchical reduce-scatter / all-gather: on
@@ -515,6 +527,7 @@ size_t collectiveBytes(Coll coll, size_t count, size_t elemSize, int nranks) {
 // call fastest; more partners only where they gain more than 1% (they have
 // costs this model does not see, as the side-by-side form has).
 HierShape hierShapeFor(const std::string& algo, Coll coll, size_t bytes, const Topology& t, size_t chunk) {
+  if (coll == Coll::kAllReduce && algo == "hier_halving") return {false, 0, hierHalvingAllReduceForm(bytes, t, chunk)};
   Across across;
   if ((coll != Coll::kReduceScatter && coll != Coll::kAllGather) || !acrossOf(algo, &across) || t.nranks() < 2)
     return {};
@@ -552,7 +565,7 @@ double lockstepUs(const std::string& algo, Coll coll, size_t bytesIn, const Topo
       if (algo == "ring") return pipelinedRingUs(t, identity(n), bytes / n / slices, 2.0 * (n - 1), slices);
       if (algo == "recursive_doubling") return recursiveDoublingUs(t, identity(n), bytes);
       if (algo == "hier_ring") return hierRingAllReduceUs(t, bytes, chunk);
-      if (algo == "hier_halving") return hierHalvingAllReduceUs(t, bytes, chunk);
+      if (algo == "hier_halving") return hierHalvingFormUs(t, bytes, chunk, shape.allReduce);
       if (algo == "hier_leader")  // reduce up each node's tree, leaders' recursive doubling, broadcast down
         return intraTreesUs(t, bytes, true) + recursiveDoublingUs(t, leaders(t, t.node(0)[0]), bytes) +
                intraTreesUs(t, bytes, false);
@@ -604,9 +617,26 @@ std::string describeHierShape(const HierShape& shape, const Topology& t) {
   return text;
 }
 
-bool hierHalvingAllReduceDoubles(size_t bytes, const Topology& t, size_t chunk) {
-  if (t.nnodes() < 2) return false;
-  return hierHalvingAcross(t, double(bytes), chunk).doubles;
+HierHalvingAllReduceForm hierHalvingAllReduceForm(size_t bytes, const Topology& t, size_t chunk) {
+  const int k = t.maxLocal();
+  HierHalvingAllReduceForm best{false, k};
+  if (t.nnodes() < 2) return best;
+  const Topology bytesOnly = withoutLatency(t);
+  auto predicted = [&](HierHalvingAllReduceForm f) {
+    return hidingLatency(t, hierHalvingFormUs(t, double(bytes), chunk, f),
+                         hierHalvingFormUs(bytesOnly, double(bytes), chunk, f));
+  };
+  double bestUs = predicted(best);
+  std::vector<HierHalvingAllReduceForm> others{{true, k}};
+  if (k > 1) others.push_back({true, 1});
+  for (const HierHalvingAllReduceForm& f : others) {
+    const double us = predicted(f);
+    if (us < bestUs) {
+      best = f;
+      bestUs = us;
+    }
+  }
+  return best;
 }
 
 int hierRadixFor(Coll coll, size_t bytes, const Topology& t, size_t chunk) {
@@ -614,21 +644,15 @@ int hierRadixFor(Coll coll, size_t bytes, const Topology& t, size_t chunk) {
   return radix ? radix : radixFor(t.nnodes());
 }
 
-// On a link that hides latency behind bytes (LinkParams::latencyHidden: a
-// token bucket refunds the idle time between steps) a sequence of steps
-// costs less than its latencies plus its bytes: the hidden share of the
-// smaller of the two goes (all of it: the longer of the two).
+// The lockstep prediction with the links' hidden latency taken off
+// (hidingLatency), in the one shape the plan takes.
 CostPrediction predictWithLockstepUs(const std::string& algo, Coll coll, size_t bytes, const Topology& t,
                                      size_t chunk, int root) {
   const HierShape shape = hierShapeFor(algo, coll, bytes, t, chunk);
   const double lockstep = lockstepUs(algo, coll, bytes, t, chunk, root, shape);
-  const double hidden = t.inter.latencyHidden;
-  if (lockstep <= 0 || hidden <= 0 || t.nnodes() < 2) return {lockstep, lockstep};
-  Topology noLatency = t;
-  noLatency.inter.alphaUs = 0;
-  noLatency.inter.gapUs = 0;
-  const double bytesOnly = lockstepUs(algo, coll, bytes, noLatency, chunk, root, shape);
-  return {lockstep - hidden * std::max(0.0, std::min(lockstep - bytesOnly, bytesOnly)), lockstep};
+  if (lockstep <= 0 || t.inter.latencyHidden <= 0 || t.nnodes() < 2) return {lockstep, lockstep};
+  const double bytesOnly = lockstepUs(algo, coll, bytes, withoutLatency(t), chunk, root, shape);
+  return {hidingLatency(t, lockstep, bytesOnly), lockstep};
 }
 
 double networkMessagesPerNode(const std::string& algo, Coll coll, const Topology& t) {

@@ -53,12 +53,31 @@ double networkMessagesPerNode(const std::string& algorithm, Coll coll, const Top
 bool stagesSideBySidePay(const std::string& algorithm, Coll coll, size_t bytes, const Topology& topo,
                          size_t chunkBytes);
 
-// How a hierarchical reduce-scatter or all-gather `algorithm` runs for
-// `bytes`: both answers below at once (a plan asks this once). radix 0: not a
-// radix exchange.
+// How hier_halving's all-reduce of `bytes` crosses nodes (the plans ask
+// this). `doubles`: each carried part by recursive doubling of the whole part
+// (floor(log2 N) steps of all of it) instead of halving then doubling
+// (2 ceil(log2 N) steps of shrinking blocks), where the model puts doubling
+// ahead, which it does only where the part is so small that the steps'
+// latency is the time (MPICH's allreduce makes the same switch, at a fixed
+// 2 KiB). `columns`: the parts the node's sum is cut into, one carrier each:
+// K (the most ranks on a node), or 1 where the model puts one message per
+// node and step ahead of K queued on the node's link (a measured per-message
+// gap, at a few bytes); one column only when doubling. Of these forms the one
+// whose prediction (latency hidden as the links hide it) is lowest; ties go
+// to halving, then to K parts.
+struct HierHalvingAllReduceForm {
+  bool doubles = false;
+  int columns = 1;
+};
+HierHalvingAllReduceForm hierHalvingAllReduceForm(size_t bytes, const Topology& topo, size_t chunkBytes);
+
+// How a hierarchical `algorithm` runs for `bytes`: for a reduce-scatter or
+// all-gather both answers above at once (a plan asks this once; radix 0: not
+// a radix exchange), for hier_halving's all-reduce its form.
 struct HierShape {
   bool sideBySide = false;
   int radix = 0;
+  HierHalvingAllReduceForm allReduce;
 };
 HierShape hierShapeFor(const std::string& algorithm, Coll coll, size_t bytes, const Topology& topo,
                        size_t chunkBytes);
@@ -72,13 +91,6 @@ std::string describeHierShape(const HierShape& shape, const Topology& topo);
 // where they gain more than 1%.
 int hierRadixFor(Coll coll, size_t bytes, const Topology& topo, size_t chunkBytes);
 
-// Whether hier_halving's all-reduce of `bytes` exchanges each carried part
-// across nodes by recursive doubling of the whole part (floor(log2 N) steps of
-// all of it) instead of halving then doubling (2 ceil(log2 N) steps of
-// shrinking blocks; the plans ask this): where the model puts doubling ahead,
-// which it does only where the part is so small that the steps' latency is the
-// time (MPICH's allreduce makes the same switch, at a fixed 2 KiB).
-bool hierHalvingAllReduceDoubles(size_t bytes, const Topology& topo, size_t chunkBytes);
 
 // nccl-tests' bus bandwidth (GB/s) for `bytes` moved in `us` microseconds.
 double busBandwidth(Coll coll, size_t bytes, int nranks, double us);

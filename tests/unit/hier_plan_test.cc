@@ -13,6 +13,7 @@
 
 #include "algo/algorithms.h"
 #include "algo/cost_model.h"
+#include "algo/hierarchical/teams.h"
 #include "algo/log_blocks.h"
 #include "algo/ring_blocks.h"
 #include "algo/select.h"
@@ -131,6 +132,7 @@ TEST(HierSweep, EveryWorldUpTo17RanksWithUpTo4PerNode) {
                      {Coll::kAllReduce, "hier_halving"},     {Coll::kAllToAll, "hier_pairwise"},
                      {Coll::kReduceScatter, "recursive_halving"}, {Coll::kAllGather, "recursive_doubling"},
                      {Coll::kReduceScatter, "hier_radix"},   {Coll::kAllGather, "hier_radix"}};
+  std::set<std::pair<bool, bool>> formsSeen;  // hier_halving's all-reduce: (doubles, one part of several ranks)
   for (int n = 1; n <= 17; ++n)
     for (int per = 1; per <= 4; ++per)
       for (bool roundRobin : {false, true}) {
@@ -146,22 +148,34 @@ TEST(HierSweep, EveryWorldUpTo17RanksWithUpTo4PerNode) {
             ASSERT_EQ(err, "") << n << " ranks, " << per << " per node" << (roundRobin ? " round-robin " : " ")
                                << collName(x.coll) << " " << x.algo << " count " << count;
           }
-        // hier_halving's all-reduce both ways across nodes: halving then
+        // hier_halving's all-reduce every way across nodes: halving then
         // doubling where the network has no latency (the fewest bytes win),
-        // recursive doubling of whole parts where its latency is everything.
-        for (double alphaUs : {0.0, 1000.0}) {
+        // recursive doubling of whole parts where its latency is everything,
+        // and of one part per node where each message a node queues on its
+        // link also costs a gap (8 x 1 has one part already). Uneven nodes
+        // take what the model puts first (a smaller node's ranks carry
+        // several parts one after another, which one part spares them).
+        for (double gapUs : {-1.0, 0.0, 500.0}) {
           if (nodes == 1) break;
           Topology shaped = topo;
-          shaped.inter = LinkParams{alphaUs, 10, "test"};
+          shaped.inter = LinkParams{gapUs < 0 ? 0.0 : 1000.0, 10, "test"};
+          shaped.inter.gapUs = std::max(gapUs, 0.0);
           for (size_t count : {size_t(1), size_t(37)}) {
-            ASSERT_EQ(hierHalvingAllReduceDoubles(count * 4, shaped, 4096), alphaUs > 0) << n << " ranks";
+            const HierHalvingAllReduceForm form = hierHalvingAllReduceForm(count * 4, shaped, 4096);
+            formsSeen.insert({form.doubles, form.columns == 1 && topo.maxLocal() > 1});
+            if (maxCarried(topo, topo.maxLocal()) == 1) {
+              ASSERT_EQ(form.doubles, gapUs >= 0) << n << " ranks";
+              ASSERT_EQ(form.columns, gapUs > 0 ? 1 : topo.maxLocal()) << n << " ranks, gap " << gapUs;
+            }
             std::string err = test::runPlanCase(Coll::kAllReduce, "hier_halving", count == 37, n, count,
                                                 strataFloat32, count == 1 ? strataSum : strataAvg, 0, &shaped);
             ASSERT_EQ(err, "") << n << " ranks, " << per << " per node" << (roundRobin ? " round-robin " : " ")
-                               << "all-reduce hier_halving count " << count << " inter alpha " << alphaUs;
+                               << "all-reduce hier_halving count " << count << " inter gap " << gapUs;
           }
         }
       }
+  EXPECT_EQ(formsSeen, (std::set<std::pair<bool, bool>>{{false, false}, {true, false}, {true, true}}))
+      << "hier_halving's all-reduce did not take every form across nodes";
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, HierExec, ::testing::ValuesIn(layouts()),
@@ -312,7 +326,7 @@ TEST(HierPlans, HierarchicalRingsSendTheMinimumOverEachNodesLink) {
         if (x.coll == Coll::kAllReduce && std::string(algo) == "hier_radix") continue;  // reduce-scatter, all-gather only
         size_t perRankCount = x.coll == Coll::kAllReduce ? count : count / size_t(n);
         const bool halvingAllReduce = x.coll == Coll::kAllReduce && std::string(algo) == "hier_halving";
-        const bool doubles = halvingAllReduce && hierHalvingAllReduceDoubles(count * 4, t, 1 << 16);
+        const bool doubles = halvingAllReduce && hierHalvingAllReduceForm(count * 4, t, 1 << 16).doubles;
         if (halvingAllReduce) ++(doubles ? doubled : halved);
         Traffic tr = simulate(t, x.coll, algo, perRankCount, 0);
         ASSERT_TRUE(tr.finished) << tr.problem;
@@ -349,6 +363,10 @@ TEST(HierPlans, PlansSayHowTheyRunAcrossNodes) {
             std::string::npos);
   EXPECT_EQ(planOf(t, Coll::kAllGather, "hier_ring", 1).shape, "");  // a ring, one after the other: nothing to add
   EXPECT_EQ(planOf(t, Coll::kAllReduce, "hier_halving", 2).shape, "recursive doubling of whole parts across nodes");
+  Topology gapped = t;  // each message a node queues on its link costs a gap
+  gapped.inter.gapUs = gapped.inter.alphaUs;
+  EXPECT_EQ(planOf(gapped, Coll::kAllReduce, "hier_halving", 2).shape,
+            "recursive doubling of the node's sum by one rank per node across nodes");
   EXPECT_EQ(planOf(t, Coll::kAllReduce, "hier_halving", 16u << 20).shape, "halving then doubling across nodes");
   EXPECT_EQ(planOf(one, Coll::kAllReduce, "hier_halving", 2).shape, "");
   EXPECT_EQ(planOf(one, Coll::kAllGather, "hier_radix", perRank).shape, "");

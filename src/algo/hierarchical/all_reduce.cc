@@ -10,8 +10,12 @@
 //    Bruck patterns for node counts that are not powers of two): 2 ceil(log2 N)
 //    inter-node steps instead of 2(N-1), the same minimal bytes. Where the
 //    parts are so small that the steps' latency is the time (the cost
-//    model's call: hierHalvingAllReduceDoubles), recursive doubling of each
-//    whole part instead: floor(log2 N) steps (two more off powers of two).
+//    model's call: hierHalvingAllReduceForm), recursive doubling of each
+//    whole part instead: floor(log2 N) steps (two more off powers of two);
+//    and where even that pays each step's extra message per carrier (the
+//    network's per-message gap, a node's messages queued on one link), one
+//    part carried by local rank 0 of each node: its steps are hier_leader's,
+//    with the node's phases a ring of one block.
 //  - leader (latency): a binomial-tree reduce to one leader per node,
 //    recursive doubling among the leaders, a binomial-tree broadcast back.
 #include "algo/algorithms.h"
@@ -22,8 +26,8 @@
 
 namespace strata {
 
-size_t hierOuterSlices(const Topology& t, size_t maxPartBytes, size_t chunkBytes) {
-  return sliceCount(maxPartBytes * size_t(maxCarried(t)) / size_t(t.nnodes()), chunkBytes);
+size_t hierOuterSlices(const Topology& t, size_t maxPartBytes, size_t chunkBytes, int columns) {
+  return sliceCount(maxPartBytes * size_t(maxCarried(t, columns)) / size_t(t.nnodes()), chunkBytes);
 }
 
 namespace {
@@ -51,19 +55,20 @@ void doublingAllReduceAcross(Plan& plan, const Team& team, Ref buf, size_t elems
   appendStage(plan, buildRecursiveDoublingAllReduce, team, sub, Rebind{buf, buf, true});
 }
 
-// Intra-node reduce-scatter, `column` across nodes on each carried part, intra-node all-gather.
-void buildHierTwoLevelAllReduce(const CollArgs& a, Plan& plan, ColumnAllReduce column) {
+// Intra-node reduce-scatter into `k` parts (K, or fewer), `column` across
+// nodes on each carried part, intra-node all-gather.
+void buildHierTwoLevelAllReduce(const CollArgs& a, Plan& plan, ColumnAllReduce column, int k) {
   const Topology& t = *a.topo;
   const size_t e = plan.elemSize;
-  const int k = t.maxLocal(), nodes = t.nnodes();
+  const int nodes = t.nnodes();
   const Team local = nodeTeam(t, a.rank);
-  const std::vector<int> mine = carriedColumns(t, a.rank);
+  const std::vector<int> mine = carriedColumns(t, a.rank, k);
   // Outer slices (the same on every node) keep each inter-node ring step
   // within one pipeline chunk; more would only add per-step latency, since a
   // rank runs the stages of a slice one after another. The stages slice
   // their own blocks further where needed.
   const size_t maxPart = (a.count / size_t(k) + 1) * e;
-  const size_t slices = hierOuterSlices(t, maxPart, a.chunkBytes);
+  const size_t slices = hierOuterSlices(t, maxPart, a.chunkBytes, k);
   for (size_t s = 0; s < slices; ++s) {
     // Slice s of every part: part j's elements [begin, begin + len).
     std::vector<RingBlock> parts;
@@ -90,14 +95,16 @@ void buildHierTwoLevelAllReduce(const CollArgs& a, Plan& plan, ColumnAllReduce c
 }  // namespace
 
 void buildHierRingAllReduce(const CollArgs& a, Plan& plan) {
-  buildHierTwoLevelAllReduce(a, plan, ringAllReduceAcross);
+  buildHierTwoLevelAllReduce(a, plan, ringAllReduceAcross, a.topo->maxLocal());
 }
 
 void buildHierHalvingAllReduce(const CollArgs& a, Plan& plan) {
-  const bool doubles = hierHalvingAllReduceDoubles(a.count * plan.elemSize, *a.topo, a.chunkBytes);
+  const HierHalvingAllReduceForm form = hierHalvingAllReduceForm(a.count * plan.elemSize, *a.topo, a.chunkBytes);
   if (a.topo->nnodes() > 1)
-    plan.shape = doubles ? "recursive doubling of whole parts across nodes" : "halving then doubling across nodes";
-  buildHierTwoLevelAllReduce(a, plan, doubles ? doublingAllReduceAcross : logAllReduceAcross);
+    plan.shape = !form.doubles         ? "halving then doubling across nodes"
+                 : form.columns == 1 ? "recursive doubling of the node's sum by one rank per node across nodes"
+                                       : "recursive doubling of whole parts across nodes";
+  buildHierTwoLevelAllReduce(a, plan, form.doubles ? doublingAllReduceAcross : logAllReduceAcross, form.columns);
 }
 
 void buildHierLeaderAllReduce(const CollArgs& a, Plan& plan) {

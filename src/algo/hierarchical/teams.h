@@ -32,19 +32,21 @@ inline Team columnTeam(const Topology& t, int column, int rank) {
   return team;
 }
 
-// The columns `rank` carries, ascending.
-inline std::vector<int> carriedColumns(const Topology& t, int rank) {
+// The columns `rank` carries, ascending, of `k` (K unless a plan cuts the
+// data into fewer parts: hier_halving's all-reduce of a few bytes takes one).
+inline std::vector<int> carriedColumns(const Topology& t, int rank, int k) {
   std::vector<int> cols;
-  const int l = int(t.node(t.nodeOf(rank)).size()), k = t.maxLocal();
+  const int l = int(t.node(t.nodeOf(rank)).size());
   for (int j = t.place(rank).local; j < k; j += l) cols.push_back(j);
   return cols;
 }
+inline std::vector<int> carriedColumns(const Topology& t, int rank) { return carriedColumns(t, rank, t.maxLocal()); }
 
-// The most columns any rank carries: ceil(K / fewest ranks on a node).
-inline int maxCarried(const Topology& t) {
+// The most of `k` columns any rank carries: ceil(k / fewest ranks on a node).
+inline int maxCarried(const Topology& t, int k) {
   int fewest = t.maxLocal();
   for (int m = 0; m < t.nnodes(); ++m) fewest = std::min(fewest, int(t.node(m).size()));
-  return (t.maxLocal() + fewest - 1) / fewest;
+  return (k + fewest - 1) / fewest;
 }
 
 // One leader per node: local rank 0, except that `root`'s node is led by `root`.
