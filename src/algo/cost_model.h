@@ -64,7 +64,7 @@ bool stagesSideBySidePay(const std::string& algorithm, Coll coll, size_t bytes, 
 // node and step ahead of K queued on the node's link (a measured per-message
 // gap, at a few bytes); one column only when doubling. Of these forms the one
 // whose prediction (latency hidden as the links hide it) is lowest; ties go
-// to halving, then to K parts.
+// to halving over doubling of K parts, and to one part (within 1%).
 struct HierHalvingAllReduceForm {
   bool doubles = false;
   int columns = 1;

@@ -63,13 +63,7 @@ std::vector<double> roundTripsUs(Comm& c, int peer, bool initiator, size_t bytes
   return times;
 }
 
-// The median of them, without pauses.
-double roundTripUs(Comm& c, int peer, bool initiator, size_t bytes, int reps) {
-  std::vector<double> t = roundTripsUs(c, peer, initiator, bytes, reps, 0);
-  return t[t.size() / 2];
-}
-
-// The fastest of them, each after `quietUs` of quiet.
+// The fastest of them, each after `quietUs` of quiet (0: back to back).
 double fastestRoundTripUs(Comm& c, int peer, bool initiator, size_t bytes, int reps, int quietUs) {
   return roundTripsUs(c, peer, initiator, bytes, reps, quietUs).front();
 }
@@ -278,11 +272,16 @@ LinkParams probeInterNodeLink(Comm& c) {
   double shared[3] = {0, 0, 0};
   sumAcrossRanks(c, fit, shared, 3);
 
-  // Bandwidth: a 2 MiB transfer between the first ranks of nodes 0 and 1.
+  // Bandwidth: a 2 MiB transfer between the first ranks of nodes 0 and 1,
+  // the fastest of five back to back (noise only adds time: on 8 namespace
+  // nodes x 1-2 ranks on 2 cores the median of three put a 200 Mbit/s link at
+  // 18-23 MB/s in 6 of 32 launches, and the model's 1-64 MiB predictions up to
+  // 22% over the times measured; back to back, the link's burst refunds
+  // only the latency between them).
   double gbps[1] = {0}, sharedGbps = 0;
   if (c.rank() == a || c.rank() == b) {
     const size_t bulk = 2 << 20;
-    double large = roundTripUs(c, c.rank() == a ? b : a, c.rank() == a, bulk, 3);
+    double large = fastestRoundTripUs(c, c.rank() == a ? b : a, c.rank() == a, bulk, 5, 0);
     if (c.rank() == a) gbps[0] = double(bulk) / std::max(1.0, large - 2 * shared[0]) / 1e3;
   }
   sumAcrossRanks(c, gbps, &sharedGbps, 1);

@@ -148,29 +148,36 @@ TEST(HierSweep, EveryWorldUpTo17RanksWithUpTo4PerNode) {
             ASSERT_EQ(err, "") << n << " ranks, " << per << " per node" << (roundRobin ? " round-robin " : " ")
                                << collName(x.coll) << " " << x.algo << " count " << count;
           }
-        // hier_halving's all-reduce every way across nodes: halving then
-        // doubling where the network has no latency (the fewest bytes win),
-        // recursive doubling of whole parts where its latency is everything,
-        // and of one part per node where each message a node queues on its
-        // link also costs a gap (8 x 1 has one part already). Uneven nodes
-        // take what the model puts first (a smaller node's ranks carry
-        // several parts one after another, which one part spares them).
-        for (double gapUs : {-1.0, 0.0, 500.0}) {
+        // hier_halving's all-reduce every way across nodes (count 37):
+        // halving then doubling where the network has no latency (the fewest
+        // bytes win); recursive doubling of K parts where latency is nearly
+        // everything and one transfer gets one of the node's rails (four);
+        // of one part where each message a node queues on its link also
+        // costs a gap (8 x 1 has one part already). Uneven nodes take what
+        // the model puts first (a smaller node's ranks carry several parts
+        // one after another, which one part spares them), count 1 too; on
+        // two nodes halving and doubling move the same bytes (a tie).
+        struct Links { double alphaUs, gbps, gapUs; int rails; HierHalvingAllReduceForm expected; };
+        const int k = topo.maxLocal();
+        for (const Links& l : {Links{0, 0.001, 0, 1, {false, k}}, Links{1000, 0.001, 0, 4, {true, k}},
+                               Links{1000, 10, 500, 1, {true, 1}}}) {
           if (nodes == 1) break;
           Topology shaped = topo;
-          shaped.inter = LinkParams{gapUs < 0 ? 0.0 : 1000.0, 10, "test"};
-          shaped.inter.gapUs = std::max(gapUs, 0.0);
+          shaped.inter = LinkParams{l.alphaUs, l.gbps, "test"};
+          shaped.inter.gapUs = l.gapUs;
+          shaped.inter.rails = l.rails;
           for (size_t count : {size_t(1), size_t(37)}) {
             const HierHalvingAllReduceForm form = hierHalvingAllReduceForm(count * 4, shaped, 4096);
-            formsSeen.insert({form.doubles, form.columns == 1 && topo.maxLocal() > 1});
-            if (maxCarried(topo, topo.maxLocal()) == 1) {
-              ASSERT_EQ(form.doubles, gapUs >= 0) << n << " ranks";
-              ASSERT_EQ(form.columns, gapUs > 0 ? 1 : topo.maxLocal()) << n << " ranks, gap " << gapUs;
+            formsSeen.insert({form.doubles, form.columns == 1 && k > 1});
+            if (count == 37 && maxCarried(topo, k) == 1 && (nodes > 2 || l.alphaUs > 0)) {
+              ASSERT_EQ(form.doubles, l.expected.doubles) << n << " ranks, alpha " << l.alphaUs;
+              ASSERT_EQ(form.columns, l.expected.columns) << n << " ranks, alpha " << l.alphaUs << " gap " << l.gapUs;
             }
             std::string err = test::runPlanCase(Coll::kAllReduce, "hier_halving", count == 37, n, count,
                                                 strataFloat32, count == 1 ? strataSum : strataAvg, 0, &shaped);
             ASSERT_EQ(err, "") << n << " ranks, " << per << " per node" << (roundRobin ? " round-robin " : " ")
-                               << "all-reduce hier_halving count " << count << " inter gap " << gapUs;
+                               << "all-reduce hier_halving count " << count << " inter alpha " << l.alphaUs
+                               << " gap " << l.gapUs;
           }
         }
       }
@@ -362,11 +369,14 @@ TEST(HierPlans, PlansSayHowTheyRunAcrossNodes) {
   EXPECT_NE(planOf(t, Coll::kAllGather, "hier_radix", perRank).shape.find(format("radix %d across nodes", radix)),
             std::string::npos);
   EXPECT_EQ(planOf(t, Coll::kAllGather, "hier_ring", 1).shape, "");  // a ring, one after the other: nothing to add
-  EXPECT_EQ(planOf(t, Coll::kAllReduce, "hier_halving", 2).shape, "recursive doubling of whole parts across nodes");
-  Topology gapped = t;  // each message a node queues on its link costs a gap
-  gapped.inter.gapUs = gapped.inter.alphaUs;
-  EXPECT_EQ(planOf(gapped, Coll::kAllReduce, "hier_halving", 2).shape,
+  // A few bytes: K parts and one predict alike, and one takes the tie.
+  EXPECT_EQ(planOf(t, Coll::kAllReduce, "hier_halving", 2).shape,
             "recursive doubling of the node's sum by one rank per node across nodes");
+  Topology railed = t;  // a transfer gets one of a node's 8 rails: K parts are 8x faster in bytes
+  railed.inter = LinkParams{1000, 0.001, "test"};
+  railed.inter.rails = 8;
+  EXPECT_EQ(planOf(railed, Coll::kAllReduce, "hier_halving", 37).shape,
+            "recursive doubling of whole parts across nodes");
   EXPECT_EQ(planOf(t, Coll::kAllReduce, "hier_halving", 16u << 20).shape, "halving then doubling across nodes");
   EXPECT_EQ(planOf(one, Coll::kAllReduce, "hier_halving", 2).shape, "");
   EXPECT_EQ(planOf(one, Coll::kAllGather, "hier_radix", perRank).shape, "");
