@@ -539,11 +539,18 @@ def scenario_training():
     dist.init_process_group("strata", timeout=timedelta(seconds=60))
     STRATA, GLOO = dist.group.WORLD, dist.new_group(backend="gloo")
     torch.set_num_threads(1)
-    # DDP, float32: the same parameters as with gloo.
+    # DDP, float32: the same parameters as with gloo. Two ranks' sums are
+    # exact alike; three ranks' depend on the order the algorithm adds them in,
+    # which is gloo's own (with torch 2.15.0 from PyPI they came apart at a
+    # commit that had matched gloo exactly before, 13b6f7d: 20 steps later the
+    # parameters differed by up to 3.7e-6 where each step's roundings
+    # compound; the cause in gloo not looked into; a sum that lost or
+    # doubled a rank's gradient changes every update by a third or more).
     a, b = small_model(), small_model()
     train(a, 20, 8, RANK, process_group=STRATA)
     train(b, 20, 8, RANK, process_group=GLOO)
-    params_close("DDP strata vs gloo", a, b, rtol=1e-6, atol=1e-7)
+    exact = WORLD <= 2
+    params_close("DDP strata vs gloo", a, b, rtol=1e-6 if exact else 1e-4, atol=1e-7 if exact else 2e-5)
     changed = any(not torch.equal(x, y) for x, y in zip(a.parameters(), small_model().parameters()))
     if not changed:
         failures.append("DDP: training left the parameters unchanged")
