@@ -540,12 +540,11 @@ def scenario_training():
     STRATA, GLOO = dist.group.WORLD, dist.new_group(backend="gloo")
     torch.set_num_threads(1)
     # DDP, float32: the same parameters as with gloo. Two ranks' sums are
-    # exact alike; three ranks' depend on the order the algorithm adds them in,
-    # which is gloo's own (with torch 2.15.0 from PyPI they came apart at a
-    # commit that had matched gloo exactly before, 13b6f7d: 20 steps later the
-    # parameters differed by up to 3.7e-6 where each step's roundings
-    # compound; the cause in gloo not looked into; a sum that lost or
-    # doubled a rank's gradient changes every update by a third or more).
+    # exactly alike; three ranks' depend on the order each library adds them
+    # in, and with torch 2.15.0 gloo's no longer matched strata's: after 20
+    # steps the parameters differed by up to 3.7e-6, roundings compounded. A
+    # sum that lost or doubled a rank's gradient would change every update by
+    # a third or more.
     a, b = small_model(), small_model()
     train(a, 20, 8, RANK, process_group=STRATA)
     train(b, 20, 8, RANK, process_group=GLOO)
