@@ -11,6 +11,7 @@ of every step, so the test can replay the same steps in one process.
 
     elastic_worker.py CHECKPOINT_DIR STEPS KILL_AT
 """
+import faulthandler
 import os
 import signal
 import sys
@@ -42,6 +43,7 @@ def save_atomically(obj, path):
 
 
 def main():
+    faulthandler.register(signal.SIGUSR2, all_threads=True)  # the test asks for stacks when it times out
     ckpt_dir, steps, kill_at = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
     dist.init_process_group("strata", timeout=timedelta(seconds=20))

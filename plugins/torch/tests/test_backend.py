@@ -248,12 +248,19 @@ def test_torchrun_example():
     assert "backend strata, hook default: world 2, median step" in out.stdout, out.stdout[-3000:]
 
 
+# An elastic agent that prints every thread's Python stack on SIGUSR2 (so that a
+# test that times out can say where each agent was), then runs torchrun.
+AGENT_WITH_STACKS = ("import faulthandler, runpy, signal; faulthandler.register(signal.SIGUSR2, all_threads=True); "
+                     "runpy.run_module('torch.distributed.run', run_name='__main__')")
+
+
 def test_torchrun_elastic_restart_continues_on_the_surviving_nodes(tmp_path):
     """Three torchrun agents (one worker each, --nnodes 2:3, c10d rendezvous).
     At step 5 the third node is lost (its worker kills its agent and exits).
     The other workers' step fails with strata's error, their agents restart
     them on a world of 2, and training resumes from the checkpoint. The final
     parameters must equal a one-process replay of the same 15 steps."""
+    import signal
     import torch
     from elastic_worker import batch, make_model
 
@@ -267,26 +274,55 @@ def test_torchrun_elastic_restart_continues_on_the_surviving_nodes(tmp_path):
             log = open(tmp_path / f"agent{node}.log", "w+")
             logs.append(log)
             agents.append(subprocess.Popen(
-                [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2:3", "--nproc-per-node", "1",
+                [sys.executable, "-c", AGENT_WITH_STACKS, "--nnodes", "2:3", "--nproc-per-node", "1",
                  "--max-restarts", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
                  "--rdzv-conf", conf, "--monitor-interval", "0.2",
                  os.path.join(os.path.dirname(__file__), "elastic_worker.py"), str(tmp_path), str(steps),
                  str(kill_at)],
                 env=dict(os.environ, OMP_NUM_THREADS="1", ELASTIC_VICTIM="1" if node == 2 else "0"),
-                stdout=log, stderr=subprocess.STDOUT))
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True))  # its workers join its group
             if node == 0:  # the rendezvous store's host starts first
                 time.sleep(1.0)
-        codes = [a.wait(timeout=240) for a in agents]
-    finally:
+        deadline = time.time() + 240
+        codes = []
         for a in agents:
-            if a.poll() is None:
-                a.kill()
-                a.wait()
+            try:
+                codes.append(a.wait(timeout=max(1.0, deadline - time.time())))
+            except subprocess.TimeoutExpired:
+                codes.append(None)  # still running at the deadline: reported with its log below
+        if None in codes:  # where is everyone? Python stacks (SIGUSR2) and strata's flight recorders (SIGUSR1)
+            tree = subprocess.run(["ps", "-ww", "-eo", "pid,ppid,pgid,etime,stat,wchan:24,args"], capture_output=True,
+                                  text=True).stdout
+            groups = {a.pid for a in agents}
+            tree = "\n".join(line for line in tree.splitlines()[1:] if int(line.split()[2]) in groups)
+            for a in agents:
+                try:
+                    os.killpg(a.pid, signal.SIGUSR2)
+                except ProcessLookupError:
+                    pass
+            time.sleep(2)
+            for line in tree.splitlines():  # the workers (not the agents, which SIGUSR1 would end)
+                if "elastic_worker.py" in line:
+                    try:
+                        os.kill(int(line.split()[0]), signal.SIGUSR1)
+                    except ProcessLookupError:
+                        pass
+            time.sleep(2)
+    finally:
+        for a in agents:  # the agent and the workers it left behind
+            try:
+                os.killpg(a.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            a.wait()
     out = []
     for log in logs:
         log.seek(0)
         out.append(log.read())
         log.close()
+    if None in codes:
+        pytest.fail(f"agents still running at the 240 s deadline (exit codes {codes}, None: still running). Their processes:\n"
+                    f"{tree}\n" + "\n".join(f"--- agent {n} ---\n{o[-12000:]}" for n, o in enumerate(out)))
     assert codes[2] == -9, f"the lost node's agent was not killed (exit {codes[2]}):\n{out[2][-3000:]}"
     for node in range(2):
         assert codes[node] == 0, f"agent {node} exit {codes[node]}:\n{out[node][-6000:]}"
