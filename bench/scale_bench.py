@@ -53,12 +53,17 @@ PLACEMENTS = {"8 x 1": list(range(8)), "4 x 2": [r // 2 for r in range(8)]}
 # from 16 B, so 64 KiB and 64 MiB are rows. Small sizes get more rounds: their
 # times move with the VM's scheduling from one round to the next (an 8 x 1
 # 4 KiB all-reduce's rounds spread 384-912 us for one algorithm in one launch),
-# and a round of 100 calls costs them well under a second.
-SMALL_ROUNDS = 4
+# and a round of 100 calls costs them well under a second. 12 rounds were not
+# enough: on 4 x 2 hier_halving's one-part all-reduce and hier_leader (the same
+# steps on 2-rank nodes) came out 304 / 348 us at 4 KiB and 247 / 284 at 256 B
+# in one launch; in 48 rounds, 348.3 / 348.4 and 158.0 / 157.3 (16 B-4 KiB
+# all within 2%). 16 and 64 KiB take 25 calls a round, so that 48 rounds of
+# them cost what 12 of 100 did.
+SMALL_ROUNDS = 16
 LINKS = re.compile(r"intra-node alpha ([\d.]+) us, ([\d.]+) GB/s .*?; inter-node alpha ([\d.]+) us, ([\d.]+) GB/s "
                    r"per node.*?, gap ([\d.]+) us, latency hidden ([\d.]+)")
-RANGES = [("8", "8", "100", "10", SMALL_ROUNDS), ("16", "64K", "100", "10", SMALL_ROUNDS), ("256K", "4M", "8", "2", 1),
-          ("16M", "64M", "2", "1", 1)]
+RANGES = [("8", "8", "100", "10", SMALL_ROUNDS), ("16", "4K", "100", "10", SMALL_ROUNDS),
+          ("16K", "64K", "25", "5", SMALL_ROUNDS), ("256K", "4M", "8", "2", 1), ("16M", "64M", "2", "1", 1)]
 
 
 # TCP congestion control in the namespaces. This host's default, bbr, stalls
