@@ -14,7 +14,7 @@ void usage() {
   std::fprintf(stderr,
                "usage: strata-perf COLLECTIVE [-np N] [-b MIN] [-e MAX] [-f FACTOR] [-i STEP]\n"
                "                   [-n ITERS] [-w WARMUP] [-d DTYPE] [-o OP] [-r ROOT] [-c CHECK]\n"
-               "                   [-J FILE] [-A ALGO,ALGO,... [-R ROUNDS]] [-G 0|1] [-M 0|1]\n"
+               "                   [-J FILE] [-A ALGO,ALGO,... [-R ROUNDS] [-W CALLS]] [-G 0|1] [-M 0|1]\n"
                "  COLLECTIVE: all_reduce reduce_scatter all_gather broadcast reduce alltoall sendrecv\n"
                "  sizes accept K/M/G suffixes; DTYPE: int8 uint8 int32 uint32 int64 uint64 half\n"
                "  bfloat16 float double (or float32/float16/float64); OP: sum prod max min avg\n"
@@ -22,7 +22,7 @@ void usage() {
                "  or torchrun / srun (strataCommInitFromEnv).\n"
                "  -A compares algorithms (STRATA_ALGO names, auto = the cost model) in one launch:\n"
                "  a communicator each, ROUNDS alternating rounds per size (default 5), out-of-place,\n"
-               "  median time per algorithm.\n"
+               "  median time per algorithm; -W CALLS: untimed calls before each round (default 0).\n"
                "  -G 1: buffers in CUDA device memory (device = local rank modulo the GPUs), each call\n"
                "  enqueued on a stream, the stream synchronised after the timed calls (as nccl-tests).\n"
                "  -M 1: host buffers from strataMemAlloc (ranks of a host read each other's in place).\n");
@@ -97,6 +97,7 @@ bool parsePerfOptions(int argc, char** argv, PerfOptions* o) {
     else if (flag == "-c") o->check = std::atoi(v);
     else if (flag == "-J") o->jsonPath = v;
     else if (flag == "-R") o->rounds = std::atoi(v);
+    else if (flag == "-W") o->roundWarmup = std::atoi(v);
     else if (flag == "-G") o->gpu = std::atoi(v);
     else if (flag == "-M") o->mapped = std::atoi(v);
     else if (flag == "-A") {
@@ -127,9 +128,9 @@ bool parsePerfOptions(int argc, char** argv, PerfOptions* o) {
       return false;
     }
   }
-  if (o->maxBytes < o->minBytes || o->iters < 1 || o->warmup < 0 ||
+  if (o->maxBytes < o->minBytes || o->iters < 1 || o->warmup < 0 || o->roundWarmup < 0 ||
       (o->factor <= 1 && o->stepBytes == 0) || o->rounds < 1) {
-    std::fprintf(stderr, "strata-perf: need -b <= -e, -n >= 1, -w >= 0, -R >= 1 and -f > 1 (or -i > 0)\n");
+    std::fprintf(stderr, "strata-perf: need -b <= -e, -n >= 1, -w >= 0, -W >= 0, -R >= 1 and -f > 1 (or -i > 0)\n");
     return false;
   }
   return true;

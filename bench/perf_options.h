@@ -30,6 +30,12 @@ struct PerfOptions {
   // alternating rounds (-R), out-of-place only.
   std::vector<std::string> algorithms;
   int rounds = 5;             // -R
+  // -W: calls of an algorithm right before each of its timed rounds, untimed,
+  // so that every round starts from the state the algorithm itself leaves the
+  // links in, not the one the algorithm timed before it left (a shaped link's
+  // token bucket, full after a latency-bound round, empty after a
+  // bandwidth-bound one).
+  int roundWarmup = 0;
   int gpu = 0;                // -G 1: CUDA device buffers, calls enqueued on a stream (nccl-tests' default)
   int mapped = 0;             // -M 1: host buffers from strataMemAlloc (the peers of a host map them)
 };

@@ -49,8 +49,8 @@ BASE = {"reduce_scatter": "ring", "all_gather": "ring", "all_reduce": "ring", "a
 LOG_NAME = {"reduce_scatter": "ReduceScatter", "all_gather": "AllGather", "all_reduce": "AllReduce",
             "alltoall": "AllToAll"}
 PLACEMENTS = {"8 x 1": list(range(8)), "4 x 2": [r // 2 for r in range(8)]}
-# (min, max, iterations, warm-up, rounds as a multiple of --rounds); sizes x4
-# from 16 B, so 64 KiB and 64 MiB are rows. Small sizes get more rounds: their
+# (min, max, iterations, warm-up, rounds as a multiple of --rounds, untimed
+# calls before each round); sizes x4 from 16 B, so 64 KiB and 64 MiB are rows. Small sizes get more rounds: their
 # times move with the VM's scheduling from one round to the next (an 8 x 1
 # 4 KiB all-reduce's rounds spread 384-912 us for one algorithm in one launch),
 # and a round of 100 calls costs them well under a second. 12 rounds were not
@@ -60,10 +60,25 @@ PLACEMENTS = {"8 x 1": list(range(8)), "4 x 2": [r // 2 for r in range(8)]}
 # all within 2%). 16 and 64 KiB take 25 calls a round, so that 48 rounds of
 # them cost what 12 of 100 did.
 SMALL_ROUNDS = 16
+# Each link's tbf keeps a burst of 1 Mbit (125,000 B, scripts/netns_lib.sh): a
+# latency-bound round (the ring's 4 KiB all-reduce, 1 MB/s of a node's 25)
+# leaves it full, a bandwidth-bound one empty, and the algorithm timed next
+# starts with what the one before left. Full, it pays 125,000 B / 100 calls
+# = 1,250 B of each 4 KiB call's 8 KiB: 50 us at 25 MB/s. On 4 x 2 the forced
+# hier_halving (one part: hier_leader's steps), timed after hier_ring in five
+# rotations of six, ran 302.6 us against hier_leader's 349.0 (48 rounds), and
+# 303.1 / 348.6 in a 4 KiB launch of 16; the same launch with 100 untimed
+# calls before each round timed hier_leader 348.9 and auto 348.7 (hier_halving
+# there took two parts: 654.6). So from
+# 16 B to 64 KiB every round starts after as many calls of its own algorithm
+# as it times (enough to empty the burst where the algorithm can: steady
+# state, what the model predicts); at 8 B and from 256 KiB up every algorithm
+# leaves the link alike (full; empty) and the burst is under 1.5% of a round.
 LINKS = re.compile(r"intra-node alpha ([\d.]+) us, ([\d.]+) GB/s .*?; inter-node alpha ([\d.]+) us, ([\d.]+) GB/s "
                    r"per node.*?, gap ([\d.]+) us, latency hidden ([\d.]+)")
-RANGES = [("8", "8", "100", "10", SMALL_ROUNDS), ("16", "4K", "100", "10", SMALL_ROUNDS),
-          ("16K", "64K", "25", "5", SMALL_ROUNDS), ("256K", "4M", "8", "2", 1), ("16M", "64M", "2", "1", 1)]
+RANGES = [("8", "8", "100", "10", SMALL_ROUNDS, "0"), ("16", "4K", "100", "10", SMALL_ROUNDS, "100"),
+          ("16K", "64K", "25", "5", SMALL_ROUNDS, "25"), ("256K", "4M", "8", "2", 1, "0"),
+          ("16M", "64M", "2", "1", 1, "0")]
 
 
 # TCP congestion control in the namespaces. This host's default, bbr, stalls
@@ -107,7 +122,7 @@ def launch(cluster, coll, place, rng, rounds):
     """One strata-perf -A sweep; returns {size: {algo: [us per round]}}, {size: prediction dict}, {size: choice}
     and the link parameters the automatic communicator measured."""
     cluster.port += 2
-    lo, hi, iters, warm, _ = rng
+    lo, hi, iters, warm, _, round_warm = rng
     algos = ALGOS[coll]
     n = len(place)
     outdir = "/tmp/strata_scale_bench"
@@ -120,7 +135,7 @@ def launch(cluster, coll, place, rng, rounds):
                    STRATA_TIMEOUT_MS="300000")
         env.pop("STRATA_ALGO", None)
         cmd = ["ip", "netns", "exec", cluster.ns[node], os.path.join(BENCH, "strata-perf"), coll, "-b", lo, "-e", hi,
-               "-f", "4", "-n", iters, "-w", warm, "-R", str(rounds), "-A", ",".join(algos)]
+               "-f", "4", "-n", iters, "-w", warm, "-R", str(rounds), "-W", round_warm, "-A", ",".join(algos)]
         if r == 0:
             cmd += ["-J", jpath]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
@@ -189,6 +204,7 @@ def main():
         cluster.close()
     saved = {"date": time.strftime("%Y-%m-%d"), "argv": " ".join(sys.argv[1:]), "machine": machine(),
              "rate": args.rate, "rounds": args.rounds, "small_rounds": args.rounds * SMALL_ROUNDS, "cc": args.cc,
+             "round_warmup": {f"{r[0]}-{r[1]}": int(r[5]) for r in RANGES},
              "runs": runs}
     if args.merge:  # the earlier run's other collectives, in the usual order
         old = json.load(open(os.path.join(args.out, "scale.json")))
@@ -224,7 +240,10 @@ def report(s, out):
              "within 5% of the link bound launch after launch); 8 ranks, placed 8 x 1 (a rank per node) and 4 x 2 (two per node, which use shared "
              "memory between them). Each collective and placement is one set of launches of `strata-perf COLL -A "
              "auto,<every algorithm>`: one communicator per algorithm in the same 8 processes, timed in "
-             f"{s['rounds']} alternating rounds ({s.get('small_rounds', 2 * s['rounds'])} up to 64 KiB); cells are the median time per call over the rounds. *predicted* is "
+             f"{s['rounds']} alternating rounds ({s.get('small_rounds', 2 * s['rounds'])} up to 64 KiB"
+             + (", each round from 16 B to 64 KiB after as many untimed calls of its algorithm as it times, so that "
+                "it does not start with the token bucket another algorithm's round left full"
+                if s.get("round_warmup") else "") + "); cells are the median time per call over the rounds. *predicted* is "
              "what the automatic communicator's cost model predicted for each algorithm from the links it measured "
              "at init (the model's prediction, not a measurement). float32 sum, out of place. Sizes are the whole "
              "array (nccl-tests' convention: for reduce-scatter, all-gather and all-to-all, 8 blocks). The links are "

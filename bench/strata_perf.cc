@@ -421,6 +421,7 @@ int compareAlgorithms(const PerfOptions& o, strataComm_t comm) {
     for (int r = 0; r < o.rounds; ++r)
       for (size_t i = 0; i < k; ++i) {
         size_t a = (i + size_t(r)) % k;  // rotate who goes first
+        if (o.roundWarmup) benches[a]->timeCalls(count, o.roundWarmup);
         times[a].push_back(benches[a]->timeCalls(count, o.iters));
       }
     if (rank == 0) {
