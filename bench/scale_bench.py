@@ -50,8 +50,8 @@ LOG_NAME = {"reduce_scatter": "ReduceScatter", "all_gather": "AllGather", "all_r
             "alltoall": "AllToAll"}
 PLACEMENTS = {"8 x 1": list(range(8)), "4 x 2": [r // 2 for r in range(8)]}
 # (min, max, iterations, warm-up, rounds as a multiple of --rounds, untimed
-# calls before each round); sizes x4 from 16 B, so 64 KiB and 64 MiB are rows. Small sizes get more rounds: their
-# times move with the VM's scheduling from one round to the next (an 8 x 1
+# calls before each round); sizes x4 from 16 B, so 64 KiB and 64 MiB are
+# rows. Small sizes get more rounds: their times move with the VM's scheduling from one round to the next (an 8 x 1
 # 4 KiB all-reduce's rounds spread 384-912 us for one algorithm in one launch),
 # and a round of 100 calls costs them well under a second. 12 rounds were not
 # enough: on 4 x 2 hier_halving's one-part all-reduce and hier_leader (the same
@@ -69,11 +69,11 @@ SMALL_ROUNDS = 16
 # rotations of six, ran 302.6 us against hier_leader's 349.0 (48 rounds), and
 # 303.1 / 348.6 in a 4 KiB launch of 16; the same launch with 100 untimed
 # calls before each round timed hier_leader 348.9 and auto 348.7 (hier_halving
-# there took two parts: 654.6). So from
-# 16 B to 64 KiB every round starts after as many calls of its own algorithm
-# as it times (enough to empty the burst where the algorithm can: steady
-# state, what the model predicts); at 8 B and from 256 KiB up every algorithm
-# leaves the link alike (full; empty) and the burst is under 1.5% of a round.
+# there took two parts: 654.6). So from 16 B to 64 KiB every round starts
+# after as many calls of its own algorithm as it times (enough to empty the
+# burst where the algorithm can: steady state, what the model predicts); at
+# 8 B and from 256 KiB up every algorithm leaves the link alike (full; empty)
+# and the burst is under 1.5% of a round.
 LINKS = re.compile(r"intra-node alpha ([\d.]+) us, ([\d.]+) GB/s .*?; inter-node alpha ([\d.]+) us, ([\d.]+) GB/s "
                    r"per node.*?, gap ([\d.]+) us, latency hidden ([\d.]+)")
 RANGES = [("8", "8", "100", "10", SMALL_ROUNDS, "0"), ("16", "4K", "100", "10", SMALL_ROUNDS, "100"),
@@ -226,6 +226,15 @@ def fmt_us(us):
     return f"{us / 1e3:.4g} ms" if us >= 1000 else f"{us:.4g} µs"
 
 
+def round_warmup_text(warmup):
+    """The report's words for the saved {"MIN-MAX": untimed calls before each round}."""
+    warmed = [f"{calls} at {sizes}" for sizes, calls in warmup.items() if calls]
+    if not warmed:
+        return ""
+    return (", each round after untimed calls of its algorithm (" + ", ".join(warmed) + "), so that it does not "
+            "start with the token bucket another algorithm's round left full")
+
+
 def report(s, out):
     header = [f"# Log-step and aggregated collectives on 8 namespace nodes ({s['rate']} per node)", "",
              f"Measured {s['date']} on {s['machine']}.", "",
@@ -241,9 +250,7 @@ def report(s, out):
              "memory between them). Each collective and placement is one set of launches of `strata-perf COLL -A "
              "auto,<every algorithm>`: one communicator per algorithm in the same 8 processes, timed in "
              f"{s['rounds']} alternating rounds ({s.get('small_rounds', 2 * s['rounds'])} up to 64 KiB"
-             + (", each round from 16 B to 64 KiB after as many untimed calls of its algorithm as it times, so that "
-                "it does not start with the token bucket another algorithm's round left full"
-                if s.get("round_warmup") else "") + "); cells are the median time per call over the rounds. *predicted* is "
+             + round_warmup_text(s.get("round_warmup", {})) + "); cells are the median time per call over the rounds. *predicted* is "
              "what the automatic communicator's cost model predicted for each algorithm from the links it measured "
              "at init (the model's prediction, not a measurement). float32 sum, out of place. Sizes are the whole "
              "array (nccl-tests' convention: for reduce-scatter, all-gather and all-to-all, 8 blocks). The links are "

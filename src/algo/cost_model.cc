@@ -325,6 +325,15 @@ double hidingLatency(const Topology& t, double lockstep, double bytesOnly) {
   return lockstep - t.inter.latencyHidden * std::max(0.0, std::min(lockstep - bytesOnly, bytesOnly));
 }
 
+// hidingLatency of the time `lockstepOn(topology)` gives on `t` and on `t`
+// without its latency (the forms' choosers ask it as the prediction does).
+template <class LockstepOn>
+double hidingLatencyOf(const Topology& t, LockstepOn&& lockstepOn) {
+  const double lockstep = lockstepOn(t);
+  if (t.inter.latencyHidden <= 0 || t.nnodes() < 2) return lockstep;
+  return hidingLatency(t, lockstep, lockstepOn(withoutLatency(t)));
+}
+
 // The intra-node stage of the hierarchical reduce-scatter / all-gather: on
 // each node a ring over its ranks in which every column travels as one block
 // of `blockBytes` per node that has the column (teams.h: columnRuns; a column
@@ -541,18 +550,15 @@ HierShape hierShapeFor(const std::string& algo, Coll coll, size_t bytes, const T
     return {hierScatterGatherForms(t, double(bytes), chunk, across, rs, 0).sideBySidePays(), 0, {}};
   HierShape best;
   double bestUs = 0;
-  const bool hides = t.inter.latencyHidden > 0 && t.nnodes() > 1;
-  const Topology bytesOnly = withoutLatency(t);
   const std::vector<int> radices = radixCandidates(t.nnodes());
   for (auto r = radices.rbegin(); r != radices.rend(); ++r) {  // the fewest partners first
-    const HierForms f = hierScatterGatherForms(t, double(bytes), chunk, across, rs, *r);
-    double us = f.sideBySidePays() ? f.sideBySide : f.sequential;
-    if (hides) {
-      const HierForms b = hierScatterGatherForms(bytesOnly, double(bytes), chunk, across, rs, *r);
-      us = hidingLatency(t, us, f.sideBySidePays() ? b.sideBySide : b.sequential);
-    }
+    const bool side = hierScatterGatherForms(t, double(bytes), chunk, across, rs, *r).sideBySidePays();
+    const double us = hidingLatencyOf(t, [&](const Topology& m) {
+      const HierForms f = hierScatterGatherForms(m, double(bytes), chunk, across, rs, *r);
+      return side ? f.sideBySide : f.sequential;
+    });
     if (best.radix == 0 || us < 0.99 * bestUs) {
-      best = {f.sideBySidePays(), *r, {}};
+      best = {side, *r, {}};
       bestUs = us;
     }
   }
@@ -632,10 +638,8 @@ HierHalvingAllReduceForm hierHalvingAllReduceForm(size_t bytes, const Topology& 
   const int k = t.maxLocal();
   HierHalvingAllReduceForm best{false, k};
   if (t.nnodes() < 2) return best;
-  const Topology bytesOnly = withoutLatency(t);
   auto predicted = [&](HierHalvingAllReduceForm f) {
-    return hidingLatency(t, hierHalvingFormUs(t, double(bytes), chunk, f),
-                         hierHalvingFormUs(bytesOnly, double(bytes), chunk, f));
+    return hidingLatencyOf(t, [&](const Topology& m) { return hierHalvingFormUs(m, double(bytes), chunk, f); });
   };
   double bestUs = predicted(best);
   const double doublingUs = predicted({true, k});
