@@ -216,14 +216,21 @@ double probeIntraNodeLatency(Comm& c) {
 // message per node. Each time is linear in (alpha, gap) through the model;
 // two shapes give two equations. Timing a pair of ranks alone would not do:
 // while two ranks exchange, the others wait, and on shared cores that skews
-// the latency several-fold from one launch to the next. 240 timed rounds of
-// each: the times spread 2x and more (8 ranks on 2 cores are in step or not),
-// so the median of 60 moved with the mix a probe caught: on 8 namespace nodes
-// x 1 rank, 35 probes of 60 rounds fitted alpha 86-190 us (sd 22) while the
-// collectives ran at about 120, and a 16 KiB all-to-all's choice flipped at
-// 146; 21 probes of 240 fitted 103-135 (sd 9). It costs 480 small all-reduces
-// at init (about 0.2 s there, a few ms on a real network).
-constexpr int kProbeRounds = 240;
+// the latency several-fold from one launch to the next. Each time is the
+// median of 30 batches, a batch 8 calls back to back timed together, as a
+// collective runs in a training step or a benchmark's loop. Single calls
+// would not do on shared cores either: a call's time there depends on whether
+// the ranks happened to start it in step, and their median followed the mix
+// a probe caught. On the 4 x 2 namespace nodes (8 ranks on 2 cores) single
+// calls' medians (240 of each) fitted alpha 48-156 us and gap -68-189 in 15
+// communicators of 5 launches (above the latency or below zero, the gap was
+// dropped: 0), and a 4 KiB all-to-all's choice followed it; batches of the
+// same calls fitted alpha 89-132 and gap 30-78, about what the benchmark's
+// loops of 100 put the two shapes at (recursive doubling 322, the leader
+// algorithm 193 us: alpha 86, gap 70). 240 calls of each at init (about
+// 0.2 s there, a few ms on a real network).
+constexpr int kProbeBatches = 30;
+constexpr int kCallsPerBatch = 8;
 
 LinkParams probeInterNodeLink(Comm& c) {
   const Topology& t = c.topology();
@@ -235,11 +242,13 @@ LinkParams probeInterNodeLink(Comm& c) {
   const char* shapes[2] = {"recursive_doubling", "hier_leader"};
   std::vector<double> times[2];
   double in = 1, out = 0;
-  for (int i = 0; i < kProbeRounds + 5; ++i)
+  for (int s = 0; s < 2; ++s)  // the plans built and the pairs connected before anything is timed
+    for (int i = 0; i < 5; ++i) allReduceWith(c, shapes[s], &in, &out, 1);
+  for (int i = 0; i < kProbeBatches; ++i)
     for (int s = 0; s < 2; ++s) {
       double t0 = probeClockUs();
-      allReduceWith(c, shapes[s], &in, &out, 1);
-      if (i >= 5) times[s].push_back(probeClockUs() - t0);
+      for (int k = 0; k < kCallsPerBatch; ++k) allReduceWith(c, shapes[s], &in, &out, 1);
+      times[s].push_back((probeClockUs() - t0) / kCallsPerBatch);
     }
   double fit[3] = {0, 0, 0};  // alpha, gap, whether the gap was fitted: rank a's, shared below
   if (c.rank() == a) {
