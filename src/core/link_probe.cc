@@ -183,11 +183,16 @@ LinkParams parseLinkParams(const std::string& text, const char* what) {
 // from the previous one, 60 times in a row (each pass waits for the last), and
 // a pass's median time is the hop. Timing a pair alone would miss what
 // decides a ring on shared cores: the next rank must be scheduled before it
-// can forward. Averaged over the ranks of nodes with two or more.
+// can forward. The median over the ranks of nodes with two or more, which
+// no one unlucky rank moves: their mean came out at 244.6 us in one of the 20
+// automatic communicators of a 4 x 2 namespace-node run (the others 2.7-19.4;
+// docs/benchmarks/scale.md), which left the network's latency fitted at
+// 0.1 us and an 8-byte all-reduce to recursive doubling (252.1 us against
+// hier_leader's 158.2).
 double probeIntraNodeLatency(Comm& c) {
   const Topology& t = c.topology();
   const std::vector<int>& mine = t.node(t.nodeOf(c.rank()));
-  double sum[2] = {0, 0}, total[2] = {0, 0};  // microseconds, ranks measured
+  std::vector<double> mineOnly(size_t(c.nranks()), 0), each(size_t(c.nranks()), 0);  // us; 0: not measured
   if (mine.size() > 1) {
     const size_t at = size_t(std::find(mine.begin(), mine.end(), c.rank()) - mine.begin());
     const int next = mine[(at + 1) % mine.size()], prev = mine[(at + mine.size() - 1) % mine.size()];
@@ -202,11 +207,14 @@ double probeIntraNodeLatency(Comm& c) {
       if (i >= 5) times.push_back(probeClockUs() - t0);
     }
     std::sort(times.begin(), times.end());
-    sum[0] = times[times.size() / 2];
-    sum[1] = 1;
+    mineOnly[size_t(c.rank())] = std::max(times[times.size() / 2], 1e-3);
   }
-  sumAcrossRanks(c, sum, total, 2);
-  return total[1] > 0 ? total[0] / total[1] : 0;
+  sumAcrossRanks(c, mineOnly.data(), each.data(), each.size());
+  each.erase(std::remove(each.begin(), each.end(), 0.0), each.end());
+  if (each.empty()) return 0;
+  std::sort(each.begin(), each.end());
+  const size_t m = each.size() / 2;
+  return each.size() % 2 ? each[m] : (each[m - 1] + each[m]) / 2;
 }
 
 // Latency and gap are fitted to two 8-byte all-reduces over every rank, timed
