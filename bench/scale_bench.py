@@ -212,6 +212,8 @@ def main():
         saved["runs"] = {k: merged[k] for c in ALGOS for pl in PLACEMENTS for k in [f"{c}|{pl}"] if k in merged}
         # A note per re-measurement; one about the same collectives before is out of date.
         remeasured = ", ".join(args.colls.split(","))
+        if args.placements != ",".join(PLACEMENTS):
+            remeasured += " at " + args.placements
         saved["notes"] = [n for n in old.get("notes", []) if not n.startswith(remeasured + " re-measured")] + [
             f"{remeasured} re-measured on {saved['date']} ({args.merge}); the other collectives as the notes "
             f"above say (`bench/scale_bench.py {old['argv']}`)."]
