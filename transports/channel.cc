@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "kernels/cpu/streaming_copy.h"
 #include "transports/net/transport_choice.h"
 #include "transports/shm/shm_transport.h"
 #include "transports/tcp/tcp_transport.h"
@@ -25,11 +26,12 @@ size_t Channel::trySend(const void* src, size_t n) {
   return s.size;
 }
 
-size_t Channel::tryRecvInto(uint8_t* dst, size_t n) {
+size_t Channel::tryRecvInto(uint8_t* dst, size_t n, bool streamingStores) {
   ConstSpan s = peekRecv();
   n = std::min(n, s.size);
   if (n == 0) return 0;
-  std::memcpy(dst, s.data, n);
+  if (streamingStores) kernels::streamingCopy(dst, s.data, n);
+  else std::memcpy(dst, s.data, n);
   consumeRecv(n);
   return n;
 }

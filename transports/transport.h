@@ -76,7 +76,9 @@ class Channel {
   // Copies up to n received bytes of the current packet to dst and consumes
   // them; returns how many (0: none yet). A transport may read them straight
   // from where the peer lent them (shm single copy), with no copy in between.
-  virtual size_t tryRecvInto(uint8_t* dst, size_t n);
+  // `streamingStores`: bytes it copies go to dst with streaming stores
+  // (kernels/cpu/streaming_copy.h; an output larger than the cache).
+  virtual size_t tryRecvInto(uint8_t* dst, size_t n, bool streamingStores);
 
   // Pushes buffered I/O. Returns true if bytes moved.
   virtual bool progress() = 0;

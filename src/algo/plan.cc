@@ -126,6 +126,7 @@ void Plan::seal() {
   algorithmName = internedName(algorithm);
   markDescriptors();
   markLending();
+  markFinalWrites();
   std::set<int> all;
   for (const Flow& f : flows) {
     if (f.peer >= 0) all.insert(f.peer);

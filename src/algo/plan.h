@@ -134,6 +134,11 @@ struct Flow {
   // copied). Elsewhere (a ring's send-only phase) plans count on a flow's
   // packets fitting the link's slots. Set by seal().
   bool peerReadsMeanwhile = false;
+  // A Recv or Copy whose destination bytes this rank does not read again in
+  // the operation (no later phase's source, no flow of its phase trailing
+  // it): they may be written with streaming stores. Set by seal()
+  // (plan_final_writes.cc).
+  bool writesFinalBytes = false;
   // A Send or reducing Recv: the index, within this flow's phase, of an
   // earlier Recv whose destination is this flow's source (the same bytes,
   // runs and stride), used as fast as that flow fills it; -1: the source is
@@ -259,6 +264,8 @@ struct Plan {
   // Marks the flows whose sent bytes no later phase overwrites (Flow::lends;
   // plan_lending.cc) and the extents of the send and receive buffers.
   void markLending();
+  // Sets Flow::writesFinalBytes.
+  void markFinalWrites();
   // Bytes of the send / receive buffer the flows touch (from offset 0): the
   // executor lends from the send buffer only where it does not overlap the
   // receive buffer (an in-place call), since the analysis keeps them apart.

@@ -16,51 +16,11 @@
 // A lending flow of a phase that also receives from its out-peer is marked
 // Flow::peerReadsMeanwhile.
 #include <algorithm>
-#include <map>
 #include <set>
 
-#include "algo/plan.h"
+#include "algo/byte_ranges.h"
 
 namespace strata {
-
-namespace {
-
-struct ByteRange {
-  size_t begin = 0, end = 0;
-};
-
-// The bytes a reference of flow f covers, from its first run to its last.
-ByteRange spanOf(Ref r, const Flow& f, size_t stride) {
-  size_t last = f.runs > 1 ? size_t(f.runs - 1) * stride : 0;
-  return {r.offset, r.offset + last + runBytes(f)};
-}
-
-// Disjoint ranges written so far (merged as they come).
-class WrittenBytes {
- public:
-  void add(ByteRange r) {
-    if (r.begin >= r.end) return;
-    auto it = ranges_.upper_bound(r.begin);
-    if (it != ranges_.begin() && std::prev(it)->second >= r.begin) --it;
-    while (it != ranges_.end() && it->first <= r.end) {
-      r.begin = std::min(r.begin, it->first);
-      r.end = std::max(r.end, it->second);
-      it = ranges_.erase(it);
-    }
-    ranges_[r.begin] = r.end;
-  }
-  bool overlaps(ByteRange r) const {
-    if (r.begin >= r.end) return false;
-    auto it = ranges_.upper_bound(r.begin);
-    if (it != ranges_.begin() && std::prev(it)->second > r.begin) return true;
-    return it != ranges_.end() && it->first < r.end;
-  }
-
- private:
-  std::map<size_t, size_t> ranges_;  // begin -> end
-};
-
-}  // namespace
 
 void Plan::markLending() {
   sendExtent = recvExtent = 0;
@@ -74,7 +34,7 @@ void Plan::markLending() {
     extend(f.dst, f, f.dstStride);
   }
   if (ops.empty() || ops[0].coll == Coll::kSend || ops[0].coll == Coll::kRecv) return;
-  WrittenBytes later[4];  // per Buf: bytes written by the phases after the current one
+  ByteRanges later[4];  // per Buf: bytes written by the phases after the current one
   auto safe = [&](Ref r, const Flow& f, size_t stride) {
     return !r.valid() || !later[size_t(r.buf)].overlaps(spanOf(r, f, stride));
   };

@@ -135,7 +135,20 @@ void Comm::buildTopology() {
       topo_.inter = probeInterNodeLink(*this);
     }
   }
-  if (rank_ == 0 && logLevel() >= LogLevel::kInfo) STRATA_INFO("%s", topo_.summary().c_str());
+  const size_t cache = lastLevelCacheBytes(), onHost = topo_.node(topo_.nodeOf(rank_)).size();
+  streamedOutputBytes_ = streamedOutputBytesOf(config_, cache, onHost);
+  if (rank_ == 0 && logLevel() >= LogLevel::kInfo) {
+    STRATA_INFO("%s", topo_.summary().c_str());
+    if (streamedOutputBytes_ == ~size_t(0))
+      STRATA_INFO("outputs: written with ordinary stores (%s)",
+                  config_.streamOutputBytes == 0 ? "STRATA_STREAM_OUTPUT_BYTES=0" : "last-level cache size unknown");
+    else
+      STRATA_INFO("outputs: of %zu bytes or more a rank, written with streaming stores where not read again (%s)",
+                  streamedOutputBytes_,
+                  config_.streamOutputBytes > 0
+                      ? "STRATA_STREAM_OUTPUT_BYTES"
+                      : format("last-level cache %zu KiB over %zu ranks on this host", cache >> 10, onHost).c_str());
+  }
   if (!config_.topoDumpFile.empty()) {
     // Without %r only rank 0 writes (every rank has the same topology).
     bool perRank = config_.topoDumpFile.find("%r") != std::string::npos;

@@ -74,6 +74,7 @@ class Comm : public LinkSet {
   std::atomic<int> fusionContexts{0};
   std::atomic<bool> fusionBusy{false};
   size_t linkCapacity() const override;
+  size_t streamedOutputBytes() const override { return streamedOutputBytes_; }
   // Device-buffer operations (src/device): the queue bound to the first
   // device used, made at that first use; existingDeviceQueue() is null before.
   DeviceQueue& deviceQueue(int device);
@@ -131,6 +132,7 @@ class Comm : public LinkSet {
   uint64_t commTag_;
   std::vector<RankInfo> ranks_;
   Topology topo_;
+  size_t streamedOutputBytes_ = ~size_t(0);  // streamedOutputBytesOf, at buildTopology
   Fd listener_;
   Fd recoveryListener_;  // kept for strataCommShrink (never accepted otherwise)
   // Links being set up; outlives connect() so that a call left unanswered

@@ -107,6 +107,7 @@ Config readConfig() {
   c.shmSingleCopy = envInt("STRATA_SHM_SINGLE_COPY", 1) != 0;
   c.shmSingleCopyBytes = size_t(std::max<long long>(0, envInt("STRATA_SHM_SINGLE_COPY_BYTES", 0)));
   c.shmStreaming = int(std::min<long long>(envInt("STRATA_SHM_STREAMING", -1), 1));
+  c.streamOutputBytes = std::max<long long>(-1, envInt("STRATA_STREAM_OUTPUT_BYTES", -1));
   c.tcpBufferBytes = size_t(envInt("STRATA_TCP_BUFFER_BYTES", (long long)c.tcpBufferBytes));
   c.tcpSockets = int(envInt("STRATA_TCP_SOCKETS", c.tcpSockets));
   c.fusionThresholdBytes =
@@ -150,7 +151,8 @@ std::string Config::describe() const {
       "STRATA_SOCKET_IFNAME=%s STRATA_COMM_ID=%s STRATA_TOPO_FILE=%s STRATA_INTRA_LINK=%s "
       "STRATA_INTER_LINK=%s STRATA_LINK_PROBE=%d STRATA_CHUNK_BYTES=%zu STRATA_TINY_PATH=%d "
       "STRATA_SHM_SLOT_BYTES=%zu STRATA_SHM_SLOTS=%d STRATA_SHM_SINGLE_COPY=%d "
-      "STRATA_SHM_SINGLE_COPY_BYTES=%s STRATA_SHM_STREAMING=%s STRATA_TCP_BUFFER_BYTES=%zu STRATA_TCP_SOCKETS=%d "
+      "STRATA_SHM_SINGLE_COPY_BYTES=%s STRATA_SHM_STREAMING=%s STRATA_STREAM_OUTPUT_BYTES=%s "
+      "STRATA_TCP_BUFFER_BYTES=%zu STRATA_TCP_SOCKETS=%d "
       "STRATA_FUSION_THRESHOLD=%zu STRATA_FUSION_CYCLE_US=%d STRATA_NET=%s STRATA_OFI_PROVIDER=%s "
       "STRATA_OFI_RAILS=%d STRATA_NET_SLOT_BYTES=%zu STRATA_NET_SLOTS=%d STRATA_TRACE_FILE=%s "
       "STRATA_STATS=%d STRATA_FLIGHT_RECORDER_ENTRIES=%d STRATA_FLIGHT_RECORDER_FILE=%s "
@@ -164,12 +166,20 @@ std::string Config::describe() const {
       int(linkProbe), chunkBytes, int(tinyPath), shmSlotBytes, shmSlots, int(shmSingleCopy),
       shmSingleCopyBytes ? std::to_string(shmSingleCopyBytes).c_str() : "(measured)",
       shmStreaming < 0 ? "(measured)" : shmStreaming ? "1" : "0",
+      streamOutputBytes < 0 ? "(cache)" : std::to_string(streamOutputBytes).c_str(),
       tcpBufferBytes, tcpSockets, fusionThresholdBytes, fusionCycleUs,
       net.empty() ? "auto" : net.c_str(), ofiProvider.empty() ? "(preference)" : ofiProvider.c_str(),
       ofiRails, netSlotBytes, netSlots, traceFile.empty() ? "(off)" : traceFile.c_str(),
       int(statsAtDestroy), flightRecorderEntries,
       flightRecorderFile.empty() ? "(stderr)" : flightRecorderFile.c_str(), int(dumpOnSignal),
       deviceStagingBytes, deviceStagingSlots, int(cudaIpc), int(deviceWaitKernel));
+}
+
+size_t streamedOutputBytesOf(const Config& c, size_t cacheBytes, size_t ranksOnHost) {
+  constexpr size_t kNever = ~size_t(0);
+  if (c.streamOutputBytes >= 0) return c.streamOutputBytes ? size_t(c.streamOutputBytes) : kNever;
+  if (cacheBytes == 0) return kNever;
+  return std::max<size_t>(1, cacheBytes / std::max<size_t>(1, ranksOnHost));
 }
 
 size_t linkCapacityOf(const Config& c) {

@@ -48,6 +48,11 @@ struct Config {
   // STRATA_SHM_STREAMING: how large packets are stored into the ring
   // (transports/shm/store_mode.h): -1 (unset) measured per link, 0 cached, 1 streaming.
   int shmStreaming = -1;
+  // STRATA_STREAM_OUTPUT_BYTES: a call's output of at least this many bytes on
+  // a rank is written with streaming stores where no flow reads it again
+  // (exec/executor.cc); -1 (unset): this rank's share of the host's
+  // last-level cache; 0: never.
+  long long streamOutputBytes = -1;
   size_t tcpBufferBytes = 4 << 20; // STRATA_TCP_BUFFER_BYTES: user-space staging per socket
   int tcpSockets = 2;              // STRATA_TCP_SOCKETS: connections per peer (1..16)
   // STRATA_FUSION_THRESHOLD: largest fused buffer (0: no fusion of grouped collectives).
@@ -77,6 +82,11 @@ struct Config {
   std::string describe() const;    // one line per variable, for INFO logs
 };
 Config readConfig();
+// The smallest output written with streaming stores (LinkSet::streamedOutputBytes)
+// under `c` on a host whose last-level caches hold `cacheBytes` (0: unknown)
+// for `ranksOnHost` ranks: STRATA_STREAM_OUTPUT_BYTES, or this rank's share
+// of the cache; ~0 (never) for 0 or an unknown cache.
+size_t streamedOutputBytesOf(const Config& c, size_t cacheBytes, size_t ranksOnHost);
 // Bytes a link buffers each way under `c`: the smallest over the transports
 // (shm slots, network slots, TCP socket buffers); ring plans must fit in it.
 size_t linkCapacityOf(const Config& c);

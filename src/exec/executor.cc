@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "exec/waiter.h"
 #include "kernels/cpu/reduce.h"
+#include "kernels/cpu/streaming_copy.h"
 
 namespace strata {
 
@@ -76,6 +77,7 @@ class PlanRunner {
     scratch_ = plan.scratchBytes ? comm.scratch(plan.scratchBytes) : nullptr;
     const auto* send = static_cast<const uint8_t*>(bufs.send);
     const auto* recv = static_cast<const uint8_t*>(bufs.recv);
+    streamOutput_ = plan.recvExtent >= comm.streamedOutputBytes();
     lendFromSend_ = !bufs.sendPieces && !bufs.recvPieces && send &&
                     (!recv || send + plan.sendExtent <= recv || recv + plan.recvExtent <= send);
   }
@@ -254,6 +256,21 @@ class PlanRunner {
     ch.consumeRecv(opDescBytes(s.data));
     st.descChecked = true;
     return true;
+  }
+
+  // Whether flow f's bytes in its destination go there with streaming
+  // stores: the plan's output is larger than this rank's share of the cache
+  // (LinkSet::streamedOutputBytes) and nothing reads those bytes again
+  // (Flow::writesFinalBytes). Measured on 2 ranks of the 2-core VM: 16 and
+  // 64 MiB all-gather, all-to-all and broadcast 14-38% faster; 2 MiB
+  // outputs, which the cache keeps, 1.1-1.5x slower (docs/ARCHITECTURE.md,
+  // "Outputs larger than the cache").
+  bool streamsOutput(const Flow& f) const { return streamOutput_ && f.writesFinalBytes; }
+  // Copies k plain bytes into f's destination; `lastRead`: this flow reads
+  // them no more either (it forwards from elsewhere or not at all).
+  void copyOut(const Flow& f, bool lastRead, uint8_t* to, const uint8_t* from, size_t k) const {
+    if (lastRead && streamsOutput(f)) kernels::streamingCopy(to, from, k);
+    else std::memcpy(to, from, k);
   }
 
   // Copies n bytes of a cursor from byte `done` on into `out`, piece by piece.
@@ -436,7 +453,8 @@ class PlanRunner {
           kernels::reduce(target, local, incoming + off, k / elem, plan_.dtype, plan_.redop);
         } else {
           const uint8_t* from = in ? incoming + off : local;
-          if (target != from) std::memcpy(target, from, k);
+          // Streamed only where nothing reads it next: no forward, no division.
+          if (target != from) copyOut(f, dst && !out && !(f.finalize && plan_.redop == strataAvg), target, from, k);
         }
         if (f.finalize && plan_.redop == strataAvg)
           kernels::divide(target, target, k / elem, plan_.dtype, uint64_t(plan_.nranks));
@@ -482,7 +500,8 @@ class PlanRunner {
         continue;
       }
       if (st.landed == f.bytes) break;
-      const size_t got = in.tryRecvInto(st.dst.base + st.landed, std::min(f.bytes - st.landed, kMaxFragment));
+      const size_t got = in.tryRecvInto(st.dst.base + st.landed, std::min(f.bytes - st.landed, kMaxFragment),
+                                        !out && streamsOutput(f));
       if (got == 0) break;
       st.landed += got;
       if (!out) st.done = st.landed;
@@ -558,7 +577,7 @@ class PlanRunner {
       size_t sent = sendBytes(out, f, lentFrom, from, n, lendable);
       if (localPieces) st.frameLeft = n - sent;
       if (sent == 0) break;
-      if (copyAfterSend) std::memcpy(copyAfterSend, from, sent);
+      if (copyAfterSend) copyOut(f, true, copyAfterSend, from, sent);
       if (in) in->consumeRecv(sent);
       st.done += sent;
       moved = true;
@@ -606,6 +625,8 @@ class PlanRunner {
   // lending analysis keeps the send and receive buffers apart), not in
   // pieces (fusion: they may alias).
   bool lendFromSend_ = false;
+  // The plan's output is more than this rank's share of the cache (streamsOutput).
+  bool streamOutput_ = false;
   bool tracing() const { return kTracingBuilt && tracing_; }
   int64_t kernelUs_ = 0;  // reduce / copy time of the current phase (tracing)
   uint8_t* scratch_ = nullptr;

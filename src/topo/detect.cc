@@ -155,4 +155,19 @@ int currentNumaNode() {
   return numa;
 }
 
+size_t lastLevelCacheBytes() {
+  static const size_t bytes = [] {
+    hwloc_topology_t t = machine();
+    if (!t) return size_t(0);
+    for (hwloc_obj_type_t level : {HWLOC_OBJ_L3CACHE, HWLOC_OBJ_L2CACHE}) {
+      size_t total = 0;
+      const int n = hwloc_get_nbobjs_by_type(t, level);
+      for (int i = 0; i < n; ++i) total += size_t(hwloc_get_obj_by_type(t, level, unsigned(i))->attr->cache.size);
+      if (total) return total;
+    }
+    return size_t(0);
+  }();
+  return bytes;
+}
+
 }  // namespace strata

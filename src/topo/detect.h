@@ -4,6 +4,8 @@
 // fails: what cannot be read is reported as unknown.
 #pragma once
 
+#include <cstddef>
+
 #include "topo/topology.h"
 
 namespace strata {
@@ -12,5 +14,9 @@ namespace strata {
 const HostHardware& detectHostHardware();
 // NUMA node of the CPU this thread last ran on (-1 when unknown).
 int currentNumaNode();
+// Bytes of the host's last-level caches, all of them together (the L3s of
+// every socket or chiplet; the L2s where there is no L3), detected once; 0
+// when unknown.
+size_t lastLevelCacheBytes();
 
 }  // namespace strata

@@ -1,6 +1,7 @@
 // Every collective x dtype x op x count (0, 1, 7, 1023; 1048579 for a
 // representative subset) x in-place / out-of-place, with unaligned buffers,
-// on world sizes 1, 2, 3, 4, 5, 8, over shm (and shm single copy on 2 and 5) and over forced TCP, and on 2, 3
+// on world sizes 1, 2, 3, 4, 5, 8, over shm (and shm single copy on 2 and 5; streaming stores into
+// every final output on 3, and over TCP on 2) and over forced TCP, and on 2, 3
 // and 4 ranks over libfabric (tcp and shm providers, one and two rails) and
 // UCX (tcp and shared memory), in real processes through the public C API. Every rank regenerates all ranks'
 // random inputs and checks its output against the float64 reference.
@@ -62,6 +63,9 @@ INSTANTIATE_TEST_SUITE_P(WorldSizesAndTransports, Collectives,
                                            // shm single copy for every packet it may lend
                                            Scenario{2, "shm", 2, "STRATA_SHM_SINGLE_COPY_BYTES", "1", "single_copy"},
                                            Scenario{5, "shm", 2, "STRATA_SHM_SINGLE_COPY_BYTES", "1", "single_copy"},
+                                           // every output the plans do not read again in streaming stores
+                                           Scenario{3, "shm", 2, "STRATA_STREAM_OUTPUT_BYTES", "1", "streamed_outputs"},
+                                           Scenario{2, "tcp", 2, "STRATA_STREAM_OUTPUT_BYTES", "1", "streamed_outputs"},
                                            Scenario{2, "tcp"}, Scenario{3, "tcp"}, Scenario{5, "tcp"},
                                            Scenario{8, "tcp"}, Scenario{3, "tcp", 1}, Scenario{4, "tcp", 4},
                                            Scenario{2, "ofi", 2, "FI_PROVIDER", "tcp", "tcp"},

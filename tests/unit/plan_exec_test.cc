@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "algo/algorithms.h"
 #include "algo/select.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -258,6 +259,103 @@ TEST(PlanLending, AFlowLendsOnlyBytesNoLaterPhaseWrites) {
   plan.ops[0].coll = Coll::kSend;
   plan.seal();
   EXPECT_FALSE(plan.flows[1].lends) << "point-to-point plans never lend";
+}
+
+}  // namespace
+}  // namespace strata
+
+namespace strata {
+namespace {
+
+// Flow::writesFinalBytes (plan_final_writes.cc): a Recv's or a Copy's
+// destination bytes are final when no flow of a later phase reads any of
+// them and no flow of its own phase trails it; Sends and empty flows never.
+TEST(PlanFinalWrites, AFlowWritesFinalBytesOnlyWhereNothingReadsThemLater) {
+  Plan plan;
+  plan.ops.push_back(OpDesc{});
+  plan.ops[0].coll = Coll::kAllGather;
+  auto flow = [](FlowKind kind, Ref src, Ref dst, size_t bytes) {
+    Flow f;
+    f.kind = kind;
+    f.peer = kind == FlowKind::kCopy ? -1 : 1;
+    f.src = src;
+    f.dst = dst;
+    f.bytes = bytes;
+    return f;
+  };
+  const Ref none{};
+  plan.beginPhase();
+  plan.add(flow(FlowKind::kRecv, none, {Buf::kRecv, 0}, 100));                 // 0: phase 1 sends 50..60
+  plan.add(flow(FlowKind::kRecv, none, {Buf::kRecv, 100}, 100));               // 1: nothing reads it again
+  plan.add(flow(FlowKind::kCopy, {Buf::kSend, 0}, {Buf::kRecv, 200}, 100));    // 2: flow 3 trails it
+  Flow trailing = flow(FlowKind::kSend, {Buf::kRecv, 200}, none, 100);         // 3: a Send
+  trailing.trails = 2;
+  plan.add(trailing);
+  plan.beginPhase();
+  plan.add(flow(FlowKind::kSend, {Buf::kRecv, 50}, none, 10));                 // 4
+  Flow strided = flow(FlowKind::kRecv, none, {Buf::kScratch, 0}, 30);          // 5: runs at 0, 1000, 2000
+  strided.runs = 3;
+  strided.dstStride = 1000;
+  plan.add(strided);
+  Flow reducing = flow(FlowKind::kRecv, {Buf::kRecv, 100}, {Buf::kScratch, 5000}, 8);  // 6: reads recv 100..108
+  reducing.reduce = true;
+  plan.add(reducing);
+  plan.beginPhase();
+  plan.add(flow(FlowKind::kSend, {Buf::kScratch, 1500}, none, 10));            // 7: between flow 5's runs
+  plan.add(flow(FlowKind::kRecv, none, {Buf::kRecv, 300}, 10));                // 8
+  plan.add(flow(FlowKind::kRecv, none, {Buf::kRecv, 310}, 0));                 // 9: empty
+  plan.seal();
+  EXPECT_FALSE(plan.flows[0].writesFinalBytes) << "phase 1 sends 50..60 of it";
+  EXPECT_FALSE(plan.flows[1].writesFinalBytes) << "phase 1 reduces with 100..108 of it";
+  EXPECT_FALSE(plan.flows[2].writesFinalBytes) << "a flow of its phase trails it";
+  EXPECT_FALSE(plan.flows[3].writesFinalBytes) << "a Send writes nothing";
+  EXPECT_FALSE(plan.flows[5].writesFinalBytes) << "a strided flow counts as its whole span";
+  EXPECT_TRUE(plan.flows[6].writesFinalBytes);
+  EXPECT_TRUE(plan.flows[8].writesFinalBytes);
+  EXPECT_FALSE(plan.flows[9].writesFinalBytes) << "an empty flow writes nothing";
+  // Without the reduce that reads it, flow 1's bytes are final.
+  plan.flows[6].src = {};
+  plan.flows[6].reduce = false;
+  plan.seal();
+  EXPECT_TRUE(plan.flows[1].writesFinalBytes);
+  // Read by a later phase past its end only: final.
+  plan.flows[7].src = {Buf::kScratch, 2010};
+  plan.seal();
+  EXPECT_TRUE(plan.flows[5].writesFinalBytes);
+}
+
+// A 2-rank ring all-gather: every block this rank receives or copies lands
+// in the output for good; on 4 ranks recursive doubling sends on what it
+// received in every step but the last.
+TEST(PlanFinalWrites, AllGatherOutputsAreFinalWhereNoLaterStepSendsThemOn) {
+  for (int nranks : {2, 4}) {
+    for (int rank = 0; rank < nranks; ++rank) {
+      CollArgs a;
+      a.coll = Coll::kAllGather;
+      a.nranks = nranks;
+      a.rank = rank;
+      a.count = 1024;
+      Plan ring, doubling;
+      buildRingAllGather(a, ring);
+      ring.seal();
+      buildRecursiveDoublingAllGather(a, doubling);
+      doubling.seal();
+      if (nranks == 2)
+        for (const Flow& f : ring.flows)
+          if (f.kind != FlowKind::kSend && f.dst.valid() && f.bytes) EXPECT_TRUE(f.writesFinalBytes) << rank;
+      const Phase& last = doubling.phases.back();
+      int final = 0, sentOn = 0;
+      for (uint32_t i = 0; i < doubling.flows.size(); ++i) {
+        const Flow& f = doubling.flows[i];
+        if (f.kind != FlowKind::kRecv || !f.bytes) continue;
+        const bool inLast = i >= last.first && i < last.first + last.count;
+        EXPECT_EQ(f.writesFinalBytes, inLast) << nranks << " ranks, rank " << rank << ", flow " << i;
+        ++(inLast ? final : sentOn);
+      }
+      EXPECT_GT(final, 0);
+      EXPECT_EQ(sentOn > 0, nranks > 2) << "one step on 2 ranks, two on 4";
+    }
+  }
 }
 
 }  // namespace

@@ -300,8 +300,8 @@ TEST(ShmChannel, LentPacketsAreReadFromTheSendersMemory) {
   EXPECT_TRUE(link.b->sendBuffersLent());
   // Packet 1: straight into place, in two reads.
   std::vector<uint8_t> got(big.size());
-  ASSERT_EQ(link.a->tryRecvInto(got.data(), 1000), 1000u);
-  ASSERT_EQ(link.a->tryRecvInto(got.data() + 1000, got.size()), got.size() - 1000);
+  ASSERT_EQ(link.a->tryRecvInto(got.data(), 1000, false), 1000u);
+  ASSERT_EQ(link.a->tryRecvInto(got.data() + 1000, got.size(), false), got.size() - 1000);
   EXPECT_EQ(got, big);
   // Packet 2 came through the ring: copied, not lent.
   std::vector<uint8_t> copied = receiveOne(*link.a);
@@ -334,7 +334,7 @@ TEST(ShmChannel, ALentRegionTakesEveryLendableByte) {
       << "below the threshold a packet is copied, no more than asked";
   std::vector<uint8_t> got(run.size());
   for (size_t at = 0; at < got.size();) {
-    const size_t n = link.a->tryRecvInto(got.data() + at, std::min<size_t>(kSlotBytes, got.size() - at));
+    const size_t n = link.a->tryRecvInto(got.data() + at, std::min<size_t>(kSlotBytes, got.size() - at), false);
     ASSERT_GT(n, 0u);
     at += n;
   }
@@ -348,7 +348,7 @@ TEST(ShmChannel, ALentRegionThatCannotBeReadIsRefused) {
   std::vector<uint8_t> buffer(4096, 7);
   ASSERT_EQ(link.b->trySendStable(buffer.data(), buffer.size(), buffer.size(), false), buffer.size());
   std::vector<uint8_t> got(buffer.size());
-  ASSERT_EQ(link.a->tryRecvInto(got.data(), got.size()), got.size());
+  ASSERT_EQ(link.a->tryRecvInto(got.data(), got.size(), false), got.size());
   EXPECT_EQ(got, buffer);
   // A misbehaving peer lends a region at address 8, which nothing maps:
   // EFAULT, reported as the peer's fault.
@@ -358,7 +358,7 @@ TEST(ShmChannel, ALentRegionThatCannotBeReadIsRefused) {
   auto* lent = reinterpret_cast<ShmLentRegion*>(next.data - shmSlotStride(kSlotBytes));
   lent->address = 8;
   try {
-    link.a->tryRecvInto(got.data(), got.size());
+    link.a->tryRecvInto(got.data(), got.size(), false);
     FAIL() << "an unreadable lent region was read";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), strataRemoteError);

@@ -1,36 +1,14 @@
 // How large shm packets are stored (transports/shm/store_mode.h): the
-// streaming copy is exact at every length and alignment of its source, the
 // reader's chooser prefers the cheaper way only by a margin, and the writer
-// explores the other way in runs. The link's use of them is in
+// explores the other way in runs (the streaming copy itself:
+// streaming_copy_test.cc). The link's use of them is in
 // shm_channel_test.cc (LargePacketsFollowTheReadersMeasurements).
 #include <gtest/gtest.h>
-
-#include <random>
-#include <vector>
 
 #include "transports/shm/store_mode.h"
 
 namespace strata {
 namespace {
-
-TEST(StoreMode, StreamingCopyIsExactAtEveryLengthAndSourceAlignment) {
-  std::mt19937 rng(5);
-  std::vector<uint8_t> source(1 << 20);
-  for (uint8_t& x : source) x = uint8_t(rng());
-  for (size_t n : {size_t(0), size_t(1), size_t(15), size_t(63), size_t(64), size_t(65), size_t(4099),
-                   size_t(65537), size_t(1000003)}) {
-    for (size_t skew : {size_t(0), size_t(1), size_t(8), size_t(13)}) {
-      if (n + skew > source.size()) continue;
-      // A 16-byte aligned destination with guard bytes after it.
-      std::vector<uint8_t> storage(n + 64 + 16, 0xA5);
-      uint8_t* dst = storage.data() + (16 - reinterpret_cast<uintptr_t>(storage.data()) % 16) % 16;
-      streamingCopy(dst, source.data() + skew, n);
-      ASSERT_TRUE(std::equal(dst, dst + n, source.begin() + long(skew))) << n << " bytes, source +" << skew;
-      for (uint8_t* g = dst + n; g < storage.data() + storage.size(); ++g)
-        ASSERT_EQ(*g, 0xA5) << n << " bytes, source +" << skew << ": wrote past the end";
-    }
-  }
-}
 
 TEST(StoreMode, ChooserPrefersTheCheaperWayOnlyByAMargin) {
   StoreModeChooser chooser;

@@ -1,10 +1,15 @@
 // Topology: placement from host ids, detection of this host, the JSON dump
 // and load (STRATA_TOPO_DUMP_FILE / STRATA_TOPO_FILE) and its error messages,
+// the last-level cache and the outputs streamed past each rank's share of it,
 // and the link-parameter syntax of STRATA_INTRA_LINK / STRATA_INTER_LINK.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
+#include <string>
 #include <thread>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/link_probe.h"
 #include "topo/detect.h"
@@ -37,6 +42,57 @@ TEST(Topology, DetectsThisHost) {
   int numa = currentNumaNode();
   EXPECT_GE(numa, -1);
   EXPECT_LT(numa, 64);
+}
+
+// The last-level caches as sysfs lists them: per CPU, the caches of the
+// highest level, each counted once (CPUs sharing one list the same set).
+size_t lastLevelCacheBytesFromSysfs() {
+  int top = 0;
+  std::map<std::string, size_t> caches;  // shared_cpu_list -> bytes, at level `top`
+  for (int cpu = 0; cpu < 4096; ++cpu) {
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/cache/";
+    std::ifstream probe(dir + "index0/level");
+    if (!probe) break;
+    for (int i = 0; i < 8; ++i) {
+      std::ifstream level(dir + "index" + std::to_string(i) + "/level");
+      std::ifstream type(dir + "index" + std::to_string(i) + "/type");
+      std::ifstream size(dir + "index" + std::to_string(i) + "/size");
+      std::ifstream shared(dir + "index" + std::to_string(i) + "/shared_cpu_list");
+      int l = 0;
+      std::string t, kib, cpus;
+      if (!(level >> l) || !(type >> t) || !(size >> kib) || !std::getline(shared, cpus)) continue;
+      if (t == "Instruction" || l < top) continue;
+      if (l > top) {
+        top = l;
+        caches.clear();
+      }
+      caches[cpus] = size_t(std::stoull(kib)) << (kib.back() == 'M' ? 20 : 10);
+    }
+  }
+  size_t total = 0;
+  for (const auto& c : caches) total += c.second;
+  return top >= 2 ? total : 0;
+}
+
+TEST(Topology, DetectsTheLastLevelCachesAsSysfsListsThem) {
+  const size_t reference = lastLevelCacheBytesFromSysfs();
+  if (reference == 0) GTEST_SKIP() << "this machine's sysfs lists no L2 or L3 cache to compare with";
+  EXPECT_EQ(lastLevelCacheBytes(), reference);
+}
+
+// STRATA_STREAM_OUTPUT_BYTES, or each rank's share of the last-level cache.
+TEST(Topology, OutputsLargerThanARanksShareOfTheCacheAreStreamed) {
+  constexpr size_t kNever = ~size_t(0), MiB = size_t(1) << 20;
+  Config c;
+  EXPECT_EQ(streamedOutputBytesOf(c, 32 * MiB, 2), 16 * MiB);
+  EXPECT_EQ(streamedOutputBytesOf(c, 96 * MiB, 3), 32 * MiB);
+  EXPECT_EQ(streamedOutputBytesOf(c, 32 * MiB, 0), 32 * MiB) << "no ranks counted: the whole cache";
+  EXPECT_EQ(streamedOutputBytesOf(c, 0, 2), kNever) << "an unknown cache: never";
+  c.streamOutputBytes = 4096;
+  EXPECT_EQ(streamedOutputBytesOf(c, 32 * MiB, 2), 4096u);
+  EXPECT_EQ(streamedOutputBytesOf(c, 0, 2), 4096u);
+  c.streamOutputBytes = 0;
+  EXPECT_EQ(streamedOutputBytesOf(c, 32 * MiB, 2), kNever) << "0 turns it off";
 }
 
 TEST(TopologyJson, RoundTripsPlacementAndLinkParameters) {

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "kernels/cpu/streaming_copy.h"
 #include "obs/op_clock.h"
 #include "transports/liveness.h"
 #include "transports/net/transport_choice.h"
@@ -188,7 +189,7 @@ class ShmChannel : public LivenessChannel {
     const bool readerPrefers = outbox_->header()->writerShouldStream.load(std::memory_order_relaxed) != 0;
     const bool streamed = storeWriter_.nextStreamed(readerPrefers);
     const uint64_t start = opclock::steadyNs();
-    if (streamed) streamingCopy(s.data, src, s.size);
+    if (streamed) kernels::streamingCopy(s.data, src, s.size);
     else std::memcpy(s.data, src, s.size);
     const uint64_t nanos = std::min<uint64_t>(opclock::steadyNs() - start, kWriterNanosMask);
     ShmSlotHeader* slot = outbox_->slotHeader(produced_);
@@ -258,9 +259,9 @@ class ShmChannel : public LivenessChannel {
     return {bounce_.data() + (offset_ - bouncedFrom_), bouncedFrom_ + bounced_ - offset_};
   }
 
-  size_t tryRecvInto(uint8_t* dst, size_t n) override {
+  size_t tryRecvInto(uint8_t* dst, size_t n, bool streamingStores) override {
     if (!havePacket()) return 0;
-    if (!lent_ || mappedAt_ || offset_ < bouncedFrom_ + bounced_) return Channel::tryRecvInto(dst, n);
+    if (!lent_ || mappedAt_ || offset_ < bouncedFrom_ + bounced_) return Channel::tryRecvInto(dst, n, streamingStores);
     n = std::min(n, length_ - offset_);
     readLent(dst, n);
     consumeRecv(n);

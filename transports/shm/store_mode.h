@@ -49,10 +49,6 @@ constexpr uint32_t kStoreModeExploreRun = 4;
 
 enum class StoreModeSetting { kAuto, kCached, kStreaming };  // STRATA_SHM_STREAMING unset/auto, 0, 1
 
-// Copies n bytes to dst (16-byte aligned) with streaming stores and fences
-// them, so that they are in memory before a later release store publishes
-// them. A plain memcpy where the CPU has no streaming stores.
-void streamingCopy(void* dst, const void* src, size_t n);
 
 // The reader's side of the choice: what packets cost each way.
 class StoreModeChooser {
