@@ -1,7 +1,7 @@
 #include "kernels/cpu/streaming_copy.h"
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #if defined(__x86_64__)

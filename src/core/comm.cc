@@ -139,15 +139,14 @@ void Comm::buildTopology() {
   streamedOutputBytes_ = streamedOutputBytesOf(config_, cache, onHost);
   if (rank_ == 0 && logLevel() >= LogLevel::kInfo) {
     STRATA_INFO("%s", topo_.summary().c_str());
-    if (streamedOutputBytes_ == ~size_t(0))
-      STRATA_INFO("outputs: written with ordinary stores (%s)",
-                  config_.streamOutputBytes == 0 ? "STRATA_STREAM_OUTPUT_BYTES=0" : "last-level cache size unknown");
+    const std::string why = config_.streamOutputBytes >= 0
+                                ? format("STRATA_STREAM_OUTPUT_BYTES=%lld", config_.streamOutputBytes)
+                            : cache ? format("last-level cache %zu KiB over %zu ranks on this host", cache >> 10, onHost)
+                                    : std::string("last-level cache size unknown");
+    if (streamedOutputBytes_ == ~size_t(0)) STRATA_INFO("outputs: written with ordinary stores (%s)", why.c_str());
     else
       STRATA_INFO("outputs: of %zu bytes or more a rank, written with streaming stores where not read again (%s)",
-                  streamedOutputBytes_,
-                  config_.streamOutputBytes > 0
-                      ? "STRATA_STREAM_OUTPUT_BYTES"
-                      : format("last-level cache %zu KiB over %zu ranks on this host", cache >> 10, onHost).c_str());
+                  streamedOutputBytes_, why.c_str());
   }
   if (!config_.topoDumpFile.empty()) {
     // Without %r only rank 0 writes (every rank has the same topology).

@@ -185,6 +185,18 @@ TEST(Fragments, TheTaperShrinksWithThePartners) {
 namespace strata {
 namespace {
 
+// A hand-built plan's flow: with rank 1 unless it is a Copy.
+Flow flowOf(FlowKind kind, Ref src, Ref dst, size_t bytes, int forward = -1) {
+  Flow f;
+  f.kind = kind;
+  f.peer = kind == FlowKind::kCopy ? -1 : 1;
+  f.src = src;
+  f.dst = dst;
+  f.bytes = bytes;
+  f.forwardPeer = forward;
+  return f;
+}
+
 // Flow::lends (plan_lending.cc): a flow lends the bytes it sends only when no
 // later phase writes any of them; point-to-point plans never lend. A lending
 // flow after which its rank receives nothing (in its phase or a later one),
@@ -193,22 +205,9 @@ TEST(PlanLending, AFlowLendsOnlyBytesNoLaterPhaseWrites) {
   Plan plan;
   plan.ops.push_back(OpDesc{});
   plan.ops[0].coll = Coll::kAllGather;
-  auto send = [](Buf b, size_t offset, size_t bytes) {
-    Flow f;
-    f.kind = FlowKind::kSend;
-    f.peer = 1;
-    f.src = {b, offset};
-    f.bytes = bytes;
-    return f;
-  };
+  auto send = [](Buf b, size_t offset, size_t bytes) { return flowOf(FlowKind::kSend, {b, offset}, {}, bytes); };
   auto recv = [](Buf b, size_t offset, size_t bytes, int forward) {
-    Flow f;
-    f.kind = FlowKind::kRecv;
-    f.peer = 1;
-    f.dst = {b, offset};
-    f.forwardPeer = forward;
-    f.bytes = bytes;
-    return f;
+    return flowOf(FlowKind::kRecv, {}, {b, offset}, bytes, forward);
   };
   plan.beginPhase();
   plan.add(send(Buf::kRecv, 0, 100));    // 0: overwritten by flow 4
@@ -261,12 +260,6 @@ TEST(PlanLending, AFlowLendsOnlyBytesNoLaterPhaseWrites) {
   EXPECT_FALSE(plan.flows[1].lends) << "point-to-point plans never lend";
 }
 
-}  // namespace
-}  // namespace strata
-
-namespace strata {
-namespace {
-
 // Flow::writesFinalBytes (plan_final_writes.cc): a Recv's or a Copy's
 // destination bytes are final when no flow of a later phase reads any of
 // them and no flow of its own phase trails it; Sends and empty flows never.
@@ -274,15 +267,7 @@ TEST(PlanFinalWrites, AFlowWritesFinalBytesOnlyWhereNothingReadsThemLater) {
   Plan plan;
   plan.ops.push_back(OpDesc{});
   plan.ops[0].coll = Coll::kAllGather;
-  auto flow = [](FlowKind kind, Ref src, Ref dst, size_t bytes) {
-    Flow f;
-    f.kind = kind;
-    f.peer = kind == FlowKind::kCopy ? -1 : 1;
-    f.src = src;
-    f.dst = dst;
-    f.bytes = bytes;
-    return f;
-  };
+  const auto flow = [](FlowKind kind, Ref src, Ref dst, size_t bytes) { return flowOf(kind, src, dst, bytes); };
   const Ref none{};
   plan.beginPhase();
   plan.add(flow(FlowKind::kRecv, none, {Buf::kRecv, 0}, 100));                 // 0: phase 1 sends 50..60

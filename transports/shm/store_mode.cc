@@ -1,7 +1,6 @@
 #include "transports/shm/store_mode.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace strata {
 

@@ -49,7 +49,6 @@ constexpr uint32_t kStoreModeExploreRun = 4;
 
 enum class StoreModeSetting { kAuto, kCached, kStreaming };  // STRATA_SHM_STREAMING unset/auto, 0, 1
 
-
 // The reader's side of the choice: what packets cost each way.
 class StoreModeChooser {
  public:
