@@ -15,6 +15,14 @@ namespace strata::kernels {
 void reduce(void* out, const void* a, const void* b, size_t count, strataDataType_t dtype,
             strataRedOp_t op);
 
+// The same, with out written by streaming stores (streaming_copy.h), for an
+// output larger than the cache that nothing reads again soon: its lines are
+// not read from memory before they are overwritten. As with reduce, out may
+// be a or b, but must not overlap them otherwise. Reduced a few KiB at a time into a buffer the L1 cache keeps, which
+// is then streamed out (streaming_reduce.cc); fenced before it returns.
+void reduceStreaming(void* out, const void* a, const void* b, size_t count, strataDataType_t dtype,
+                     strataRedOp_t op);
+
 // out[i] = in[i] / divisor: the finishing step of Avg. Integers truncate toward zero.
 void divide(void* out, const void* in, size_t count, strataDataType_t dtype, uint64_t divisor);
 

@@ -10,7 +10,7 @@
 
 namespace strata::kernels {
 
-void streamingCopy(void* dst, const void* src, size_t n) {
+void streamingCopyUnfenced(void* dst, const void* src, size_t n) {
 #if defined(__x86_64__)
   auto* to = static_cast<uint8_t*>(dst);
   auto* from = static_cast<const uint8_t*>(src);
@@ -33,10 +33,20 @@ void streamingCopy(void* dst, const void* src, size_t n) {
     _mm_stream_si128(out + 3, d);
   }
   std::memcpy(out, in, n % 64);
-  _mm_sfence();  // streaming stores are not ordered by the release stores that follow
 #else
   std::memcpy(dst, src, n);
 #endif
+}
+
+void streamingFence() {
+#if defined(__x86_64__)
+  _mm_sfence();  // streaming stores are not ordered by the release stores that follow
+#endif
+}
+
+void streamingCopy(void* dst, const void* src, size_t n) {
+  streamingCopyUnfenced(dst, src, n);
+  streamingFence();
 }
 
 }  // namespace strata::kernels

@@ -16,4 +16,9 @@ namespace strata::kernels {
 // thread waits on). A plain memcpy where the CPU has no streaming stores.
 void streamingCopy(void* dst, const void* src, size_t n);
 
+// The same without the closing fence, for a caller that streams a buffer in
+// pieces and fences once, after the last (streamingFence).
+void streamingCopyUnfenced(void* dst, const void* src, size_t n);
+void streamingFence();
+
 }  // namespace strata::kernels

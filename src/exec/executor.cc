@@ -262,15 +262,26 @@ class PlanRunner {
   // stores: the plan's output is larger than this rank's share of the cache
   // (LinkSet::streamedOutputBytes) and nothing reads those bytes again
   // (Flow::writesFinalBytes). Measured on 2 ranks of the 2-core VM: 16 and
-  // 64 MiB all-gather, all-to-all and broadcast 14-38% faster; 2 MiB
-  // outputs, which the cache keeps, 1.1-1.5x slower (docs/ARCHITECTURE.md,
-  // "Outputs larger than the cache").
+  // 64 MiB all-gather, all-to-all and broadcast 14-38% faster, 64 MiB
+  // reduce-scatter and reduce 4-5%; 2 MiB outputs, which the cache keeps,
+  // 1.1-1.5x slower (docs/ARCHITECTURE.md, "Outputs larger than the cache").
   bool streamsOutput(const Flow& f) const { return streamOutput_ && f.writesFinalBytes; }
   // Copies k plain bytes into f's destination; `lastRead`: this flow reads
   // them no more either (it forwards from elsewhere or not at all).
   void copyOut(const Flow& f, bool lastRead, uint8_t* to, const uint8_t* from, size_t k) const {
     if (lastRead && streamsOutput(f)) kernels::streamingCopy(to, from, k);
     else std::memcpy(to, from, k);
+  }
+  // Reduces k bytes of local and incoming into f's destination `to`, with
+  // streaming stores where copyOut would stream and `to` is not local (in
+  // place, reading the line has brought it into the cache already).
+  void reduceOut(const Flow& f, bool lastRead, uint8_t* to, const uint8_t* local, const uint8_t* incoming,
+                 size_t k) const {
+    const size_t count = k / plan_.elemSize;
+    if (lastRead && streamsOutput(f) && to != local)
+      kernels::reduceStreaming(to, local, incoming, count, plan_.dtype, plan_.redop);
+    else
+      kernels::reduce(to, local, incoming, count, plan_.dtype, plan_.redop);
   }
 
   // Copies n bytes of a cursor from byte `done` on into `out`, piece by piece.
@@ -449,12 +460,13 @@ class PlanRunner {
         uint8_t* dst = st.dst.valid() ? st.dst.at(st.done + off, &dstRun) : nullptr;
         size_t k = std::min({n - off, srcRun, dstRun});
         uint8_t* target = dst ? dst : fwd + off;
+        // Streamed only where nothing reads it next: no forward, no division.
+        const bool lastRead = dst && !out && !(f.finalize && plan_.redop == strataAvg);
         if (in && f.reduce) {
-          kernels::reduce(target, local, incoming + off, k / elem, plan_.dtype, plan_.redop);
+          reduceOut(f, lastRead, target, local, incoming + off, k);
         } else {
           const uint8_t* from = in ? incoming + off : local;
-          // Streamed only where nothing reads it next: no forward, no division.
-          if (target != from) copyOut(f, dst && !out && !(f.finalize && plan_.redop == strataAvg), target, from, k);
+          if (target != from) copyOut(f, lastRead, target, from, k);
         }
         if (f.finalize && plan_.redop == strataAvg)
           kernels::divide(target, target, k / elem, plan_.dtype, uint64_t(plan_.nranks));
