@@ -20,8 +20,10 @@ void reduce(void* out, const void* a, const void* b, size_t count, strataDataTyp
 // not read from memory before they are overwritten. As with reduce, out may
 // be a or b, but must not overlap them otherwise. Reduced a few KiB at a time into a buffer the L1 cache keeps, which
 // is then streamed out (streaming_reduce.cc); fenced before it returns.
+// `divisor` > 0: each piece is divided by it (divide()) before it goes out,
+// the finishing step of Avg, so the output is written once.
 void reduceStreaming(void* out, const void* a, const void* b, size_t count, strataDataType_t dtype,
-                     strataRedOp_t op);
+                     strataRedOp_t op, uint64_t divisor = 0);
 
 // out[i] = in[i] / divisor: the finishing step of Avg. Integers truncate toward zero.
 void divide(void* out, const void* in, size_t count, strataDataType_t dtype, uint64_t divisor);

@@ -16,7 +16,7 @@ constexpr size_t kPieceBytes = 4096;  // an eighth of a 32 KiB L1: room for both
 }  // namespace
 
 void reduceStreaming(void* out, const void* a, const void* b, size_t count, strataDataType_t dtype,
-                     strataRedOp_t op) {
+                     strataRedOp_t op, uint64_t divisor) {
   const size_t elem = dtypeSize(dtype);
   auto* to = static_cast<uint8_t*>(out);
   auto* x = static_cast<const uint8_t*>(a);
@@ -27,6 +27,7 @@ void reduceStreaming(void* out, const void* a, const void* b, size_t count, stra
   if (toLine % elem == 0) {
     const size_t head = std::min(count, toLine / elem);
     reduce(to, x, y, head, dtype, op);
+    if (divisor) divide(to, to, head, dtype, divisor);
     to += head * elem;
     x += head * elem;
     y += head * elem;
@@ -37,6 +38,7 @@ void reduceStreaming(void* out, const void* a, const void* b, size_t count, stra
   while (count > 0) {
     const size_t n = std::min(count, perPiece);
     reduce(piece, x, y, n, dtype, op);
+    if (divisor) divide(piece, piece, n, dtype, divisor);
     streamingCopyUnfenced(to, piece, n * elem);
     to += n * elem;
     x += n * elem;

@@ -272,16 +272,21 @@ class PlanRunner {
     if (lastRead && streamsOutput(f)) kernels::streamingCopy(to, from, k);
     else std::memcpy(to, from, k);
   }
-  // Reduces k bytes of local and incoming into f's destination `to`, with
-  // streaming stores where copyOut would stream and `to` is not local (in
-  // place, reading the line has brought it into the cache already).
-  void reduceOut(const Flow& f, bool lastRead, uint8_t* to, const uint8_t* local, const uint8_t* incoming,
-                 size_t k) const {
+  // Reduces k bytes of local and incoming into f's destination `to`, and
+  // divides them where f finishes an Avg (`divides`). With streaming stores
+  // where copyOut would stream and `to` is not local (in place, reading the
+  // line has brought it into the cache already); the division then happens
+  // before the bytes go out, so the output is not read back to divide it.
+  void reduceOut(const Flow& f, bool lastRead, bool divides, uint8_t* to, const uint8_t* local,
+                 const uint8_t* incoming, size_t k) const {
     const size_t count = k / plan_.elemSize;
-    if (lastRead && streamsOutput(f) && to != local)
-      kernels::reduceStreaming(to, local, incoming, count, plan_.dtype, plan_.redop);
-    else
-      kernels::reduce(to, local, incoming, count, plan_.dtype, plan_.redop);
+    const uint64_t divisor = divides ? uint64_t(plan_.nranks) : 0;
+    if (lastRead && streamsOutput(f) && to != local) {
+      kernels::reduceStreaming(to, local, incoming, count, plan_.dtype, plan_.redop, divisor);
+      return;
+    }
+    kernels::reduce(to, local, incoming, count, plan_.dtype, plan_.redop);
+    if (divisor) kernels::divide(to, to, count, plan_.dtype, divisor);
   }
 
   // Copies n bytes of a cursor from byte `done` on into `out`, piece by piece.
@@ -460,16 +465,16 @@ class PlanRunner {
         uint8_t* dst = st.dst.valid() ? st.dst.at(st.done + off, &dstRun) : nullptr;
         size_t k = std::min({n - off, srcRun, dstRun});
         uint8_t* target = dst ? dst : fwd + off;
-        // Streamed only where nothing reads it next: no forward, no division.
-        const bool lastRead = dst && !out && !(f.finalize && plan_.redop == strataAvg);
+        // Streamed only where nothing reads it next: no forward; a copy
+        // also no division after it (a reduction divides before it stores).
+        const bool divides = f.finalize && plan_.redop == strataAvg;
         if (in && f.reduce) {
-          reduceOut(f, lastRead, target, local, incoming + off, k);
+          reduceOut(f, dst && !out, divides, target, local, incoming + off, k);
         } else {
           const uint8_t* from = in ? incoming + off : local;
-          if (target != from) copyOut(f, lastRead, target, from, k);
+          if (target != from) copyOut(f, dst && !out && !divides, target, from, k);
+          if (divides) kernels::divide(target, target, k / elem, plan_.dtype, uint64_t(plan_.nranks));
         }
-        if (f.finalize && plan_.redop == strataAvg)
-          kernels::divide(target, target, k / elem, plan_.dtype, uint64_t(plan_.nranks));
         if (out && target != fwd + off) std::memcpy(fwd + off, target, k);
         off += k;
       }

@@ -33,6 +33,7 @@ std::vector<Case> allCases() {
   cases.push_back({Coll::kAllReduce, strataInt64, strataMax, big, false, 3});
   cases.push_back({Coll::kReduceScatter, strataFloat16, strataSum, big, false, 2});
   cases.push_back({Coll::kReduceScatter, strataFloat32, strataMin, bigBlock, true, 0});
+  cases.push_back({Coll::kReduceScatter, strataFloat32, strataAvg, bigBlock, false, 3});
   cases.push_back({Coll::kAllGather, strataUint8, strataSum, big, false, 1});
   cases.push_back({Coll::kAllGather, strataFloat32, strataSum, bigBlock, true, 0});
   cases.push_back({Coll::kBroadcast, strataInt8, strataSum, big, false, 3});
