@@ -66,6 +66,9 @@ std::vector<uint8_t> receiveOne(Channel& ch) {
   return got;
 }
 
+// The writer fills the ring each time, so it marks its packets as running
+// ahead (kWriterAhead) and the reader fetches each next packet's lines early:
+// the lengths and bytes must come through that as well.
 TEST(ShmChannel, PacketsOfEverySizeCrossManyWrapArounds) {
   ShmPair link;
   std::mt19937 rng(7);

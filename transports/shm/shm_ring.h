@@ -56,7 +56,12 @@ struct ShmLentRegion {
 };
 constexpr uint64_t kLentRegion = uint64_t(1) << 31;    // in the slot word's length half
 constexpr uint64_t kMappedRegion = uint64_t(1) << 30;  // likewise
-constexpr uint64_t kSlotLengthMask = kMappedRegion - 1;
+// Set by a writer running ahead of the reader: when it last found its ring
+// full, at least half of it was still unread. The packets after this one are
+// then likely written already, so the reader fetches the next one's lines
+// as soon as it is done with this one (shm_transport.cc: consumeRecv).
+constexpr uint64_t kWriterAhead = uint64_t(1) << 29;
+constexpr uint64_t kSlotLengthMask = kWriterAhead - 1;
 
 struct ShmSlotHeader {
   std::atomic<uint64_t> word;  // (packet number + 1) << 32 | length; 0 before the first use
@@ -75,7 +80,7 @@ constexpr uint32_t kWriterNanosMask = kFirstOfItsWay - 1;
 constexpr size_t kShmHeaderBytes = (sizeof(ShmRingHeader) + 4095) & ~size_t(4095);
 
 inline size_t shmSlotStride(size_t slotBytes) { return (kShmSlotHeaderBytes + slotBytes + 63) & ~size_t(63); }
-// `bytes` < 2^30; `flags` 0, kLentRegion or kMappedRegion.
+// `bytes` < 2^29; `flags` 0 or kLentRegion or kMappedRegion, and kWriterAhead.
 inline uint64_t shmSlotWord(uint64_t packet, size_t bytes, uint64_t flags = 0) {
   return ((packet + 1) << 32) | uint64_t(uint32_t(bytes)) | flags;
 }
@@ -93,6 +98,12 @@ inline void prefetchForWrite(const void* p, size_t bytes) {
     __builtin_prefetch(line, 1);
 #endif
   }
+}
+
+// Asks for the cache lines of [p, p + bytes) for reading, without waiting.
+inline void prefetchForRead(const void* p, size_t bytes) {
+  const char* line = static_cast<const char*>(p);
+  for (const char* end = line + bytes; line < end; line += 64) __builtin_prefetch(line);
 }
 
 // A mapped inbox segment (ours or the peer's). Unmaps on destruction. The
