@@ -120,6 +120,18 @@ class TinyRun {
     return s;
   }
 
+  // Whether `bytes` (kOpDescBytes or kOpDescPaddedBytes) of two descriptors
+  // match: compared in line, each length a constant.
+  static bool sameDescriptor(const uint8_t* a, const uint8_t* b, size_t bytes) {
+    return bytes == kOpDescBytes ? std::memcmp(a, b, kOpDescBytes) == 0 : std::memcmp(a, b, kOpDescPaddedBytes) == 0;
+  }
+
+  // Copies `bytes` (kOpDescBytes or kOpDescPaddedBytes) of a descriptor, in line.
+  static void copyDescriptor(uint8_t* to, const uint8_t* from, size_t bytes) {
+    if (bytes == kOpDescBytes) std::memcpy(to, from, kOpDescBytes);
+    else std::memcpy(to, from, kOpDescPaddedBytes);
+  }
+
   // The descriptor in front of a flow's `bytes`, opDescBytesBefore(bytes) long.
   const uint8_t* descBefore(size_t bytes) const {
     return opDescBytesBefore(bytes) == kOpDescPaddedBytes ? paddedDesc_ : desc_;
@@ -131,7 +143,7 @@ class TinyRun {
     if (prefix + f.bytes > 0) {
       Span s = acquire(*f.out, prefix + f.bytes);
       if (!s.size) return false;
-      if (prefix) std::memcpy(s.data, descBefore(f.bytes), prefix);
+      if (prefix) copyDescriptor(s.data, descBefore(f.bytes), prefix);
       std::memcpy(s.data + prefix, at(f.src), f.bytes);
       f.out->commitSend(prefix + f.bytes);
     }
@@ -151,9 +163,14 @@ class TinyRun {
       // not after the descriptor's line (where it came from the data, the
       // 2-rank 128-512 B all-reduces took 6-10% longer).
       const size_t expected = opDescBytesBefore(f.bytes);
-      if (s.size >= expected && std::memcmp(s.data, descBefore(f.bytes), expected) == 0) {
+      if (s.size >= expected && sameDescriptor(s.data, descBefore(f.bytes), expected)) {
         links_.noteArrival(f.peer, plan_.ops[0]);
-        f.in->consumeRecv(expected);
+        // A tiny sender's packet: the values follow in it, read from this
+        // peek and consumed with the descriptor (one consume, not two). Only
+        // for a flow that forwards nothing: nothing can then stop it before
+        // it consumes them (below).
+        if (!f.out && f.bytes && s.size - expected >= f.bytes) valuesAfterDesc_ = {s.data + expected, expected};
+        else f.in->consumeRecv(expected);
       } else {  // fields a match may differ in, the other form (a general sender's), or a mismatch
         checkPeerDescriptor(links_, plan_.ops[0], f.peer, s.data);
         const size_t bytes = opDescBytes(s.data);
@@ -177,7 +194,12 @@ class TinyRun {
     do {
       const uint8_t* incoming = nullptr;
       size_t n = f.bytes - done;
-      if (f.in && n) {
+      size_t descBytes = 0;  // the descriptor's, still to be consumed with the values
+      if (f.in && n && valuesAfterDesc_.data) {
+        incoming = valuesAfterDesc_.data;
+        descBytes = valuesAfterDesc_.size;
+        valuesAfterDesc_ = {};
+      } else if (f.in && n) {
         ConstSpan s = f.in->peekRecv();
         incoming = s.data;
         n = std::min(n, s.size) / elem * elem;
@@ -204,11 +226,11 @@ class TinyRun {
         if (fwd && target != fwd) std::memcpy(fwd, target, n);
       }
       if (f.out && prefix + n) {
-        if (prefix) std::memcpy(space.data, descBefore(f.bytes), prefix);
+        if (prefix) copyDescriptor(space.data, descBefore(f.bytes), prefix);
         f.out->commitSend(prefix + n);
         descSent_ |= uint32_t(1) << i;
       }
-      if (f.in && n) f.in->consumeRecv(n);
+      if (f.in && n) f.in->consumeRecv(descBytes + n);
       done += n;
       moved = true;
     } while (done < f.bytes);
@@ -234,6 +256,10 @@ class TinyRun {
   uint32_t descSent_ = 0;     // flows that sent the descriptor in front of what they forward
   uint32_t started_ = 0;      // flows whose done_ entry is set
   size_t done_[kMaxTinyPhaseFlows];  // bytes received / forwarded
+  // Set by the descriptor check of a packet that holds all of the flow's
+  // values: where they start, and (size) the descriptor's bytes not yet
+  // consumed. Taken by the same flow's values at once.
+  ConstSpan valuesAfterDesc_{};
 };
 
 }  // namespace
