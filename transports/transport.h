@@ -41,6 +41,17 @@ struct ConstSpan {
   size_t size = 0;
 };
 
+// What a send's lending (Channel::trySendStable) would save against the
+// copy path (Flow::lendingSavesOneCopy, Flow::lendingShared).
+enum class LendSaving {
+  kTwoCopies,  // both ranks also receive plain bytes: the ring's two copies
+  kOneCopy,    // the sender is idle meanwhile, or the receiver reduces
+  kOneCopyShared,  // the sender is idle and the receiver copies plain bytes: both may copy
+};
+
+// No packet smaller than this is read shared (Channel::tryRecvShared).
+constexpr size_t kSharedReadMinBytes = 256 * 1024;
+
 class Channel {
  public:
   virtual ~Channel() = default;
@@ -57,12 +68,10 @@ class Channel {
   // false: a transport may lend them instead of copying (shm single copy).
   // A lending transport may take up to `lendable` (>= n) bytes from src in
   // one lent region; a copying one takes at most n, as trySend does.
-  // `savesOneCopy`: lending would save the copy path only one copy's time,
-  // not two (Flow::lendingSavesOneCopy: the sender is idle meanwhile, or the
-  // receiver reduces).
-  virtual size_t trySendStable(const void* src, size_t n, size_t lendable, bool savesOneCopy) {
+  // `saves`: what lending would save the copy path (LendSaving).
+  virtual size_t trySendStable(const void* src, size_t n, size_t lendable, LendSaving saves) {
     (void)lendable;
-    (void)savesOneCopy;
+    (void)saves;
     return trySend(src, n);
   }
   // Whether bytes passed to trySendStable are still to be read by the peer.
@@ -79,6 +88,16 @@ class Channel {
   // `streamingStores`: bytes it copies go to dst with streaming stores
   // (kernels/cpu/streaming_copy.h; an output larger than the cache).
   virtual size_t tryRecvInto(uint8_t* dst, size_t n, bool streamingStores);
+  // Reads the whole current packet into dst (which has room for `room`
+  // bytes) where the link can have the sender share the copy (shm: a lent
+  // region the sender helps to read, single_copy.h); returns its bytes, or 0
+  // where it cannot (then tryRecvInto). Callers ask only for plain bytes of
+  // at least kSharedReadMinBytes' worth of room.
+  virtual size_t tryRecvShared(uint8_t* dst, size_t room) {
+    (void)dst;
+    (void)room;
+    return 0;
+  }
 
   // Pushes buffered I/O. Returns true if bytes moved.
   virtual bool progress() = 0;

@@ -127,6 +127,11 @@ struct Flow {
   // send-only phase followed by plain receives (a ring all-gather's first
   // step): its sends are buffered and the rank goes straight on to receive.
   bool lendingSavesOneCopy = false;
+  // lendingSavesOneCopy in a collective that reduces nothing (broadcast,
+  // all-gather, all-to-all): its receiver copies plain bytes, so the idle
+  // sender can write part of them into the receiver's destination while the
+  // receiver reads the rest (shm single copy shared, single_copy.h). Set by seal().
+  bool lendingShared = false;
   // A lending flow whose phase also receives from the peer it sends to
   // (an exchange): that peer reads while this rank sends, so the flow's
   // packets need not all fit in the link at once and its descriptor may go

@@ -13,6 +13,8 @@
 // counts is the rank's next receiving phase, not the flow's own phase: a
 // send-only phase followed by plain receives (a ring all-gather's first step,
 // a pipeline's first chunk) goes straight on to receive.
+// Such a send in a collective that reduces nothing is also marked
+// Flow::lendingShared: its receiver copies plain bytes, and may share the copy.
 // A lending flow of a phase that also receives from its out-peer is marked
 // Flow::peerReadsMeanwhile.
 #include <algorithm>
@@ -29,7 +31,7 @@ void Plan::markLending() {
     if (r.buf == Buf::kRecv) recvExtent = std::max(recvExtent, spanOf(r, f, stride).end);
   };
   for (Flow& f : flows) {
-    f.lends = f.lendingSavesOneCopy = f.peerReadsMeanwhile = false;
+    f.lends = f.lendingSavesOneCopy = f.lendingShared = f.peerReadsMeanwhile = false;
     extend(f.src, f, f.srcStride);
     extend(f.dst, f, f.dstStride);
   }
@@ -39,6 +41,8 @@ void Plan::markLending() {
     return !r.valid() || !later[size_t(r.buf)].overlaps(spanOf(r, f, stride));
   };
   bool oneCopy = true;  // no receive from here on, or the next one reduces
+  const Coll coll = ops[0].coll;
+  const bool plainBytes = coll == Coll::kBroadcast || coll == Coll::kAllGather || coll == Coll::kAllToAll;
   for (size_t p = phases.size(); p-- > 0;) {
     const Phase& ph = phases[p];
     std::set<int> sources;  // the peers this phase receives from
@@ -57,6 +61,7 @@ void Plan::markLending() {
       // A received value forwarded: its receiver gets what this rank got,
       // and reduces where it reduced.
       f.lendingSavesOneCopy = f.lends && (f.kind == FlowKind::kRecv ? f.reduce : oneCopy);
+      f.lendingShared = f.lendingSavesOneCopy && f.kind == FlowKind::kSend && plainBytes;
       f.peerReadsMeanwhile = f.lends && sources.count(outPeerOf(f)) > 0;
     }
     for (uint32_t i = ph.first; i < ph.first + ph.count; ++i) {

@@ -126,8 +126,8 @@ Config readConfig() {
   if (c.tcpSockets < 1) c.tcpSockets = 1;
   if (c.tcpSockets > 16) c.tcpSockets = 16;
   if (c.chunkBytes < 4096) c.chunkBytes = 4096;
-  // At most 256 MiB: a slot's word holds its packet's length in 29 bits (shm_ring.h).
-  c.shmSlotBytes = std::min<size_t>(std::max<size_t>(c.shmSlotBytes, 4096), size_t(256) << 20);
+  // At most 128 MiB: a slot's word holds its packet's length in 28 bits (shm_ring.h).
+  c.shmSlotBytes = std::min<size_t>(std::max<size_t>(c.shmSlotBytes, 4096), size_t(128) << 20);
   if (c.shmSlots < 2) c.shmSlots = 2;
   c.deviceStagingBytes = std::min<size_t>(std::max<size_t>(c.deviceStagingBytes, 4096), size_t(1) << 30);
   c.deviceStagingSlots = std::min(std::max(c.deviceStagingSlots, 2), 64);

@@ -233,7 +233,10 @@ class PlanRunner {
   size_t sendBytes(Channel& ch, const Flow& f, Ref from, const uint8_t* p, size_t n, size_t lendable = 0) {
     const bool lend = f.lends && from.valid() && (from.buf != Buf::kSend || lendFromSend_);
     if (!lend) return ch.trySend(p, n);
-    return ch.trySendStable(p, n, packetSizesCounted(f) ? n : std::max(n, lendable), f.lendingSavesOneCopy);
+    const LendSaving saves = f.lendingShared         ? LendSaving::kOneCopyShared
+                             : f.lendingSavesOneCopy ? LendSaving::kOneCopy
+                                                     : LendSaving::kTwoCopies;
+    return ch.trySendStable(p, n, packetSizesCounted(f) ? n : std::max(n, lendable), saves);
   }
 
   // A tapered or ramped flow: its receivers count on its packet sizes.
@@ -517,8 +520,13 @@ class PlanRunner {
         continue;
       }
       if (st.landed == f.bytes) break;
-      const size_t got = in.tryRecvInto(st.dst.base + st.landed, std::min(f.bytes - st.landed, kMaxFragment),
-                                        !out && streamsOutput(f));
+      // A large lent region the sender helps to read lands whole.
+      size_t got = !out && f.bytes - st.landed >= kSharedReadMinBytes
+                       ? in.tryRecvShared(st.dst.base + st.landed, f.bytes - st.landed)
+                       : 0;
+      if (!got)
+        got = in.tryRecvInto(st.dst.base + st.landed, std::min(f.bytes - st.landed, kMaxFragment),
+                             !out && streamsOutput(f));
       if (got == 0) break;
       st.landed += got;
       if (!out) st.done = st.landed;

@@ -1,6 +1,6 @@
 // Single copy between ranks of one host (transports/shm/single_copy.h), in
-// real processes: a rank that dies with bytes lent is an error naming it on
-// its peer, never a crash or a hang; a host that refuses cross-memory reads
+// real processes: a rank that dies with bytes lent, or during a shared read,
+// is an error naming it on its peer, never a crash or a hang; a host that refuses cross-memory reads
 // (here a seccomp filter, as containers' default profiles do) keeps every
 // link on the ring, logs why, and gives the reference's results. The
 // collectives matrix over single copy is in collectives_test.cc. Zero copy
@@ -35,11 +35,11 @@
 namespace strata {
 namespace {
 
-// Makes process_vm_readv fail with EPERM in this process from now on.
-bool refuseCrossMemoryReads() {
+// Makes `syscall` (process_vm_readv unless told) fail with EPERM in this process from now on.
+bool refuseCrossMemoryReads(unsigned syscall = SYS_process_vm_readv) {
   sock_filter filter[] = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, syscall, 0, 1),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
   };
@@ -123,6 +123,73 @@ TEST(SingleCopy, ARankThatDiesWithBytesLentIsAnErrorNamingIt) {
   });
   EXPECT_EQ(outcomes[1].exitCode, 128 + SIGKILL) << test::describe(outcomes);
   EXPECT_EQ(outcomes[0].exitCode, 0) << test::describe(outcomes);
+}
+
+// Shared reads (shm_ring.h: ShmSharedRead): 2-rank broadcasts of 16 MiB,
+// whose root helps its receiver read them, first checked against the
+// root's random data, in and out of place; then one rank, the root or the
+// receiver, is killed during a stream of them, most likely in the middle of
+// one: the survivor returns strataRemoteError naming it, promptly. A root
+// whose writes into the receiver are refused (seccomp) leaves the receiver
+// to read alone, with the same results.
+TEST(SingleCopy, SharedReadsAreRightAndADeathDuringOneIsAnError) {
+  for (int victim : {-1, 0, 1}) {
+    SCOPED_TRACE(victim == 1 ? "the root dies" : victim == 0 ? "the receiver dies" : "the root may not write");
+    test::RankSpec spec;
+    spec.nranks = 2;
+    spec.env = {{"STRATA_TRANSPORT", "shm"}, {"STRATA_TIMEOUT_MS", "60000"}};
+    spec.deadlineSec = 90;
+    auto outcomes = test::runRanks(spec, [victim](int rank, int, strataComm_t comm, const strataUniqueId&) {
+      int problems = 0;
+      // The root's process_vm_writev refused (victim -1): it cannot help, and
+      // the receiver reads every region alone.
+      if (victim < 0 && rank == 1) RANK_EXPECT(refuseCrossMemoryReads(SYS_process_vm_writev), "no seccomp filter");
+      const size_t count = (size_t(1) << 22) + 3;  // 16 MiB and an odd tail
+      std::vector<float> want(count), send(count), out(count);
+      std::mt19937 rng(77);
+      std::uniform_real_distribution<float> value(-8.f, 8.f);
+      for (float& x : want) x = value(rng);
+      if (rank == 1) send = want;
+      for (bool inPlace : {false, true}) {
+        for (int call = 0; call < 3; ++call) {
+          std::fill(out.begin(), out.end(), -1.f);
+          if (inPlace && rank == 1) out = want;
+          strataResult_t rc = strataBroadcast(inPlace ? out.data() : send.data(), out.data(), count, strataFloat32,
+                                              1, comm, nullptr);
+          RANK_EXPECT(rc == strataSuccess, "broadcast failed: %s", strataGetLastError(comm));
+          if (rc != strataSuccess) return problems;
+          RANK_EXPECT(out == want, "call %d (%s) differs from the root's data", call, inPlace ? "in place" : "out of place");
+        }
+      }
+      if (victim < 0) return problems;
+      if (rank == victim) {
+        std::thread([] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(150));
+          raise(SIGKILL);
+        }).detach();
+      }
+      auto start = std::chrono::steady_clock::now();
+      strataResult_t rc = strataSuccess;
+      for (int call = 0; call < 100000 && rc == strataSuccess; ++call)
+        rc = strataBroadcast(send.data(), out.data(), count, strataFloat32, 1, comm, nullptr);
+      if (rank == victim) return 1;  // not reached: killed meanwhile
+      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const std::string error = strataGetLastError(comm);
+      RANK_EXPECT(rc == strataRemoteError, "got %s: %s", strataGetErrorString(rc), error.c_str());
+      RANK_EXPECT(error.find("rank " + std::to_string(victim)) != std::string::npos,
+                  "the error does not name rank %d: '%s'", victim, error.c_str());
+      RANK_EXPECT(took < 10.0, "the error took %.1f s", took);
+      strataCommAbort(comm);
+      std::fflush(stderr);
+      _exit(problems);
+    });
+    if (victim < 0) {
+      EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+      continue;
+    }
+    EXPECT_EQ(outcomes[size_t(victim)].exitCode, 128 + SIGKILL) << test::describe(outcomes);
+    EXPECT_EQ(outcomes[size_t(1 - victim)].exitCode, 0) << test::describe(outcomes);
+  }
 }
 
 // Each all-gather algorithm, forced, with slices larger than a link holds

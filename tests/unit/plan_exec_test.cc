@@ -200,7 +200,8 @@ Flow flowOf(FlowKind kind, Ref src, Ref dst, size_t bytes, int forward = -1) {
 // Flow::lends (plan_lending.cc): a flow lends the bytes it sends only when no
 // later phase writes any of them; point-to-point plans never lend. A lending
 // flow after which its rank receives nothing (in its phase or a later one),
-// or whose rank's next receive reduces, saves the ring one copy, not two.
+// or whose rank's next receive reduces, saves the ring one copy, not two;
+// such a send in a collective that reduces nothing may be read shared.
 TEST(PlanLending, AFlowLendsOnlyBytesNoLaterPhaseWrites) {
   Plan plan;
   plan.ops.push_back(OpDesc{});
@@ -240,6 +241,10 @@ TEST(PlanLending, AFlowLendsOnlyBytesNoLaterPhaseWrites) {
   EXPECT_FALSE(plan.flows[6].lendingSavesOneCopy) << "its rank receives in the same phase";
   EXPECT_TRUE(plan.flows[7].lends);
   EXPECT_TRUE(plan.flows[7].lendingSavesOneCopy) << "nothing is received after it";
+  // An all-gather's receivers copy plain bytes: that one-way send may be read shared.
+  EXPECT_TRUE(plan.flows[7].lendingShared);
+  EXPECT_FALSE(plan.flows[3].lendingShared) << "a forward, not a send";
+  EXPECT_FALSE(plan.flows[1].lendingShared) << "it does not save one copy only";
   // Where phase 2's receives reduce (an exchange of partial sums), the sends
   // before them save one copy too: the receiver reads the ring as it reduces.
   plan.flows[4].reduce = true;
@@ -247,6 +252,12 @@ TEST(PlanLending, AFlowLendsOnlyBytesNoLaterPhaseWrites) {
   EXPECT_TRUE(plan.flows[1].lendingSavesOneCopy) << "the rank's next receive reduces";
   EXPECT_TRUE(plan.flows[6].lendingSavesOneCopy) << "its own phase's receive reduces";
   EXPECT_FALSE(plan.flows[3].lendingSavesOneCopy) << "a plain forward: its receiver gets plain bytes too";
+  // In a collective that reduces, a one-way send's receiver may reduce: not shared.
+  plan.ops[0].coll = Coll::kReduce;
+  plan.seal();
+  EXPECT_TRUE(plan.flows[7].lendingSavesOneCopy);
+  EXPECT_FALSE(plan.flows[7].lendingShared) << "a reduce's leaf: its receiver reduces";
+  EXPECT_FALSE(plan.flows[1].lendingShared);
   plan = plain;
   // Only flow 6 sends to a peer its phase receives from (an exchange).
   EXPECT_FALSE(plan.flows[1].peerReadsMeanwhile);

@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <vector>
 
@@ -295,10 +296,10 @@ TEST(ShmChannel, LentPacketsAreReadFromTheSendersMemory) {
   for (uint8_t& x : big) x = uint8_t(rng());
   for (uint8_t& x : small) x = uint8_t(rng());
   EXPECT_FALSE(link.b->sendBuffersLent());
-  ASSERT_EQ(link.b->trySendStable(big.data(), big.size(), big.size(), false), big.size()) << "a lent packet is taken whole";
-  ASSERT_EQ(link.b->trySendStable(small.data(), small.size(), small.size(), false), small.size())
+  ASSERT_EQ(link.b->trySendStable(big.data(), big.size(), big.size(), LendSaving::kTwoCopies), big.size()) << "a lent packet is taken whole";
+  ASSERT_EQ(link.b->trySendStable(small.data(), small.size(), small.size(), LendSaving::kTwoCopies), small.size())
       << "below the threshold the bytes are copied into the ring";
-  ASSERT_EQ(link.b->trySendStable(big.data(), big.size(), big.size(), /*savesOneCopy=*/true), big.size())
+  ASSERT_EQ(link.b->trySendStable(big.data(), big.size(), big.size(), LendSaving::kOneCopy), big.size())
       << "a threshold set by STRATA_SHM_SINGLE_COPY_BYTES holds where lending saves one copy too";
   EXPECT_TRUE(link.b->sendBuffersLent());
   // Packet 1: straight into place, in two reads.
@@ -331,9 +332,9 @@ TEST(ShmChannel, ALentRegionTakesEveryLendableByte) {
   std::vector<uint8_t> run(kSlots * 3 * kSlotBytes + 12), small(999);  // more than the ring's slots hold
   for (uint8_t& x : run) x = uint8_t(rng());
   for (uint8_t& x : small) x = uint8_t(rng());
-  ASSERT_EQ(link.b->trySendStable(run.data(), kSlotBytes, run.size(), false), run.size())
+  ASSERT_EQ(link.b->trySendStable(run.data(), kSlotBytes, run.size(), LendSaving::kTwoCopies), run.size())
       << "the whole run in one lent region";
-  ASSERT_EQ(link.b->trySendStable(small.data(), 500, small.size(), false), 500u)
+  ASSERT_EQ(link.b->trySendStable(small.data(), 500, small.size(), LendSaving::kTwoCopies), 500u)
       << "below the threshold a packet is copied, no more than asked";
   std::vector<uint8_t> got(run.size());
   for (size_t at = 0; at < got.size();) {
@@ -346,16 +347,93 @@ TEST(ShmChannel, ALentRegionTakesEveryLendableByte) {
   EXPECT_FALSE(link.b->sendBuffersLent());
 }
 
+// A shared read (shm_ring.h: ShmSharedRead): the receiver reads a lent
+// region's chunks from the front while the idle sender, spinning on
+// progress() as a waiting rank does, writes chunks from the back straight
+// into the receiver's destination. Whoever takes a chunk, every byte lands
+// once and right, for regions of one chunk's multiple and odd lengths, and
+// the sender's buffer is its own again afterwards.
+TEST(ShmChannel, ASharedReadLandsEveryByteWhoeverCopiesIt) {
+  ShmPair link(/*singleCopyBytes=*/1000);
+  std::mt19937 rng(13);
+  std::atomic<bool> stop{false};
+  std::atomic<int> helped{0};
+  std::thread sender([&] {
+    while (!stop.load()) helped += link.b->progress() ? 1 : 0;
+  });
+  for (size_t bytes : {kSharedReadMinBytes, 2 * kSharedChunkBytes * 8 + 5, (size_t(5) << 20) + 3}) {
+    std::vector<uint8_t> src(bytes), got(bytes + 1, 0xee);
+    for (uint8_t& x : src) x = uint8_t(rng());
+    ASSERT_EQ(link.b->trySendStable(src.data(), bytes, bytes, LendSaving::kOneCopyShared), bytes);
+    size_t n = 0;
+    while (!(n = link.a->tryRecvShared(got.data(), bytes))) {
+    }
+    ASSERT_EQ(n, bytes);
+    EXPECT_TRUE(std::equal(src.begin(), src.end(), got.begin())) << bytes << " bytes";
+    EXPECT_EQ(got[bytes], 0xee) << "a byte past the region was written";
+  }
+  stop = true;
+  sender.join();
+  EXPECT_FALSE(link.b->sendBuffersLent()) << "every shared region was released";
+  std::printf("[ shared  ] the sender wrote chunks in %d of its progress() calls\n", helped.load());
+}
+
+// The sender's side alone, deterministic: a request written into the
+// receiver's inbox header as the receiver writes it has the sender write
+// every chunk it can take (here all of them) into the named destination; a
+// request for a packet it did not lend shareable, or for more chunks than
+// its region has, is not served.
+TEST(ShmChannel, ASharedReadRequestIsServedOnlyForTheSendersRegion) {
+  ShmPair link(/*singleCopyBytes=*/1000);
+  std::vector<uint8_t> src(3 * kSharedChunkBytes + 77), dst(src.size(), 0);
+  std::mt19937 rng(14);
+  for (uint8_t& x : src) x = uint8_t(rng());
+  ASSERT_EQ(link.b->trySendStable(src.data(), src.size(), src.size(), LendSaving::kOneCopyShared), src.size());
+  // a's inbox header: the segment's start, before the first slot (packet 0's).
+  Span next = link.b->acquireSend(kShmCompactBytes + 1);  // packet 1's slot
+  ASSERT_NE(next.data, nullptr);
+  uint8_t* slot0 = next.data - kShmSlotHeaderBytes - shmSlotStride(kSlotBytes);
+  auto* header = reinterpret_cast<ShmRingHeader*>(slot0 - kShmHeaderBytes);
+  ShmSharedRead& s = header->sharedRead;
+  const uint64_t chunks = 4;
+  s.packet.store(0);
+  s.dst.store(reinterpret_cast<uint64_t>(dst.data()));
+  s.written.store(0);
+  s.broken.store(0);
+  s.cursor.store(sharedCursor(0, 0, chunks + 1));  // one chunk more than the region has
+  EXPECT_FALSE(link.b->progress()) << "a request beyond the region was served";
+  s.packet.store(1);  // a packet that is not a lent region
+  s.cursor.store(sharedCursor(1, 0, chunks));
+  EXPECT_FALSE(link.b->progress()) << "a request for another packet was served";
+  EXPECT_EQ(dst, std::vector<uint8_t>(dst.size(), 0));
+  s.packet.store(0);
+  s.cursor.store(sharedCursor(0, 0, chunks));
+  EXPECT_TRUE(link.b->progress());
+  EXPECT_EQ(s.written.load(), chunks);
+  EXPECT_EQ(s.broken.load(), 0u);
+  EXPECT_EQ(s.cursor.load(), sharedCursor(0, 0, 0)) << "every chunk taken from the back";
+  EXPECT_EQ(dst, src);
+  EXPECT_FALSE(link.b->progress()) << "nothing left to take";
+  // The receiver's own shared read of it, with no thread serving the
+  // sender's side: it takes and reads every chunk itself.
+  std::vector<uint8_t> got(src.size());
+  s.cursor.store(0);
+  ASSERT_EQ(link.a->tryRecvShared(got.data(), got.size() - 1), 0u) << "a destination too small is refused";
+  ASSERT_EQ(link.a->tryRecvShared(got.data(), got.size()), got.size());  // alone: no thread serves it
+  EXPECT_EQ(got, src);
+  EXPECT_FALSE(link.b->sendBuffersLent());
+}
+
 TEST(ShmChannel, ALentRegionThatCannotBeReadIsRefused) {
   ShmPair link(/*singleCopyBytes=*/1);
   std::vector<uint8_t> buffer(4096, 7);
-  ASSERT_EQ(link.b->trySendStable(buffer.data(), buffer.size(), buffer.size(), false), buffer.size());
+  ASSERT_EQ(link.b->trySendStable(buffer.data(), buffer.size(), buffer.size(), LendSaving::kTwoCopies), buffer.size());
   std::vector<uint8_t> got(buffer.size());
   ASSERT_EQ(link.a->tryRecvInto(got.data(), got.size(), false), got.size());
   EXPECT_EQ(got, buffer);
   // A misbehaving peer lends a region at address 8, which nothing maps:
   // EFAULT, reported as the peer's fault.
-  ASSERT_EQ(link.b->trySendStable(buffer.data(), buffer.size(), buffer.size(), false), buffer.size());
+  ASSERT_EQ(link.b->trySendStable(buffer.data(), buffer.size(), buffer.size(), LendSaving::kTwoCopies), buffer.size());
   Span next = link.b->acquireSend(kShmCompactBytes + 1);  // the next slot's bytes, placed as the region's
   ASSERT_NE(next.data, nullptr);
   auto* lent = reinterpret_cast<ShmLentRegion*>(next.data - shmSlotStride(kSlotBytes));
@@ -383,6 +461,9 @@ TEST(SingleCopyThresholds, FollowTheMeasuredRates) {
   EXPECT_EQ(t.againstTwoCopies, kSingleCopyMinBytes) << why;
   EXPECT_EQ(t.againstOneCopy, kSingleCopyNever) << why;
   EXPECT_NE(why.find("never in one-way streams"), std::string::npos) << why;
+  // Shared by an idle sender (each core half a kernel copy) it beats the one
+  // copy: from the shared reads' floor.
+  EXPECT_EQ(t.sharedAgainstOneCopy, kSharedReadMinBytes) << why;
 
   costs.callUs = 5;  // 5 us / (1/30 ns per byte) = 150000 bytes
   t = singleCopyThresholdsFor(costs, &why);
@@ -397,11 +478,15 @@ TEST(SingleCopyThresholds, FollowTheMeasuredRates) {
   t = singleCopyThresholdsFor(costs, &why);
   EXPECT_NEAR(double(t.againstOneCopy), 480000, 1) << why;
   EXPECT_NEAR(double(t.againstTwoCopies), 160000, 1) << why;
+  costs.callUs = 50;  // 50 us / (2/12 - 1/24 ns per byte) = 400000 bytes
+  t = singleCopyThresholdsFor(costs, &why);
+  EXPECT_NEAR(double(t.sharedAgainstOneCopy), 400000, 1) << why;
 
   costs.kernelGBps = 5;  // slower than two user copies: never
   t = singleCopyThresholdsFor(costs, &why);
   EXPECT_EQ(t.againstTwoCopies, kSingleCopyNever);
   EXPECT_EQ(t.againstOneCopy, kSingleCopyNever);
+  EXPECT_EQ(t.sharedAgainstOneCopy, kSingleCopyNever);
   EXPECT_EQ(why.rfind("off: ", 0), 0u) << why;
 
   costs.failure = "process_vm_readv refused: Operation not permitted";

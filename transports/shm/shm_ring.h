@@ -37,6 +37,31 @@ constexpr size_t kShmSlotHeaderBytes = 16;
 constexpr size_t kShmCompactOffset = 8;                     // a compact packet's bytes: after the word
 constexpr size_t kShmCompactBytes = 64 - kShmCompactOffset;  // the most a compact packet holds
 
+// A shared read of one lent region (single_copy.h: sharedAgainstOneCopy),
+// in the header of the reader's inbox. The reader, about to read a lent
+// region whose word has kShareable into its destination, writes where that
+// lies (dst) and the packet's number, then publishes `cursor`: the packet's
+// low 16 bits << 48 | next chunk from the front << 24 | end of the chunks
+// not yet taken (each kSharedChunkBytes of the region). It takes chunks from
+// the front, the writer (while it waits) from the back, each by one CAS on
+// the cursor, so every chunk is copied once: the reader's with
+// process_vm_readv, the writer's with process_vm_writev straight into dst.
+// The writer counts each chunk it wrote in `written` (and sets `broken` if
+// it could not write one); the reader releases the slot only once every
+// chunk the writer took is counted, re-reading all of them itself if one broke.
+struct ShmSharedRead {
+  alignas(64) std::atomic<uint64_t> cursor;
+  std::atomic<uint64_t> packet;  // its number (full), written before the cursor
+  std::atomic<uint64_t> dst;     // the region's first byte in the reader
+  alignas(64) std::atomic<uint64_t> written;
+  std::atomic<uint32_t> broken;
+};
+constexpr size_t kSharedChunkBytes = 128 * 1024;
+constexpr uint64_t kSharedChunkMask = (uint64_t(1) << 24) - 1;
+inline uint64_t sharedCursor(uint64_t packet, uint64_t front, uint64_t end) {
+  return (packet & 0xffff) << 48 | front << 24 | end;
+}
+
 struct ShmRingHeader {
   alignas(64) std::atomic<uint64_t> consumed;  // packets the reader has released
   alignas(64) uint64_t slotBytes;              // payload capacity of a slot
@@ -47,6 +72,7 @@ struct ShmRingHeader {
   // Set by the reader: the writer should store large packets streaming
   // (store_mode.h); the reader changes it when its measurements say so.
   alignas(64) std::atomic<uint32_t> writerShouldStream;
+  ShmSharedRead sharedRead;
 };
 
 // A lent region's slot payload: the bytes' address in the writer and length.
@@ -61,7 +87,9 @@ constexpr uint64_t kMappedRegion = uint64_t(1) << 30;  // likewise
 // then likely written already, so the reader fetches the next one's lines
 // as soon as it is done with this one (shm_transport.cc: consumeRecv).
 constexpr uint64_t kWriterAhead = uint64_t(1) << 29;
-constexpr uint64_t kSlotLengthMask = kWriterAhead - 1;
+// With kLentRegion: the writer will help read it (ShmSharedRead).
+constexpr uint64_t kShareable = uint64_t(1) << 28;
+constexpr uint64_t kSlotLengthMask = kShareable - 1;
 
 struct ShmSlotHeader {
   std::atomic<uint64_t> word;  // (packet number + 1) << 32 | length; 0 before the first use
@@ -80,7 +108,7 @@ constexpr uint32_t kWriterNanosMask = kFirstOfItsWay - 1;
 constexpr size_t kShmHeaderBytes = (sizeof(ShmRingHeader) + 4095) & ~size_t(4095);
 
 inline size_t shmSlotStride(size_t slotBytes) { return (kShmSlotHeaderBytes + slotBytes + 63) & ~size_t(63); }
-// `bytes` < 2^29; `flags` 0 or kLentRegion or kMappedRegion, and kWriterAhead.
+// `bytes` < 2^28; `flags` 0, kLentRegion (| kShareable) or kMappedRegion, and kWriterAhead.
 inline uint64_t shmSlotWord(uint64_t packet, size_t bytes, uint64_t flags = 0) {
   return ((packet + 1) << 32) | uint64_t(uint32_t(bytes)) | flags;
 }

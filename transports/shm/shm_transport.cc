@@ -151,7 +151,7 @@ class ShmChannel : public LivenessChannel {
              int peer, pid_t peerProcess, pid_t peerPid, size_t lendFrom, size_t mappedFrom,
              StoreModeSetting storeMode)
       : LivenessChannel(std::move(socket), peer), inbox_(std::move(inbox)), outbox_(std::move(outbox)),
-        peerProcess_(peerProcess), peerPid_(peerPid), lendFrom_{lendFrom, lendFrom}, mappedFrom_(mappedFrom),
+        peerProcess_(peerProcess), peerPid_(peerPid), lendFrom_{lendFrom, lendFrom, lendFrom}, mappedFrom_(mappedFrom),
         storeWriter_(storeMode), releaseEvery_(std::max<uint32_t>(1, inbox_->slots() / 4)) {}
 
   const char* transportName() const override { return "shm"; }
@@ -204,7 +204,7 @@ class ShmChannel : public LivenessChannel {
 
   // Large packets from memory the caller keeps are lent: one slot says where
   // they lie and the peer reads them from there.
-  size_t trySendStable(const void* src, size_t n, size_t lendable, bool savesOneCopy) override {
+  size_t trySendStable(const void* src, size_t n, size_t lendable, LendSaving saves) override {
     MappedRef ref;
     if (n >= mappedFrom_ && findMapped(src, n, &ref)) {
       MappedRef all;  // all of them, where one region holds them
@@ -216,20 +216,28 @@ class ShmChannel : public LivenessChannel {
       lendFrom_ = measuredSingleCopyThresholds(&why);
       logSingleCopy(why);
     }
-    if (n < (savesOneCopy ? lendFrom_.againstOneCopy : lendFrom_.againstTwoCopies) || !peerReadsUs())
-      return trySend(src, n);
+    // A shared read needs this side to write the peer's memory: allowed
+    // where it may read it (the same ptrace check), and not given up on.
+    const bool shared = saves == LendSaving::kOneCopyShared && peerPid_ && !sharingBroken_;
+    const size_t from = shared ? lendFrom_.sharedAgainstOneCopy
+                        : saves == LendSaving::kTwoCopies ? lendFrom_.againstTwoCopies
+                                                          : lendFrom_.againstOneCopy;
+    if (n < from || !peerReadsUs()) return trySend(src, n);
     if (!slotFree()) return 0;
     n = std::min<size_t>(std::max(n, lendable), kMaxLentBytes);
     ShmLentRegion region{reinterpret_cast<uint64_t>(src), n};
     std::memcpy(outbox_->payload(produced_), &region, sizeof region);
-    outbox_->slotHeader(produced_)->word.store(shmSlotWord(produced_, sizeof region, kLentRegion),
-                                               std::memory_order_release);
+    const bool shareable = shared && n >= kSharedReadMinBytes;
+    lentBySlot_[produced_ % outbox_->slots()] = LentRecord{produced_, region.address, n, shareable};
+    outbox_->slotHeader(produced_)->word.store(
+        shmSlotWord(produced_, sizeof region, kLentRegion | (shareable ? kShareable : 0)), std::memory_order_release);
     lentUntil_ = ++produced_;
     return n;
   }
 
   bool sendBuffersLent() override {
     if (lentUntil_ <= peerConsumed_) return false;
+    helpPeerRead();
     peerConsumed_ = outbox_->header()->consumed.load(std::memory_order_acquire);
     if (lentUntil_ <= peerConsumed_) return false;
     if (live_.gone()) live_.throwIfGone();
@@ -284,7 +292,7 @@ class ShmChannel : public LivenessChannel {
       const bool nextWritten = writerAhead_ && !lent_;
       offset_ = 0;
       length_ = kNoPacket;
-      lent_ = false;
+      lent_ = shareable_ = false;
       mappedAt_ = nullptr;
       bouncedFrom_ = bounced_ = 0;
       if (++consumed_ - released_ >= releaseEvery_ || releaseNow) release();
@@ -307,7 +315,51 @@ class ShmChannel : public LivenessChannel {
   // Called by a waiting rank for every link: nothing held back while it waits.
   bool progress() override {
     release();
-    return false;
+    return lentUntil_ > peerConsumed_ && helpPeerRead();
+  }
+
+  // Reads a shareable lent region whole into dst, the sender writing the
+  // chunks it takes from the back while this side reads from the front
+  // (ShmSharedRead in shm_ring.h).
+  size_t tryRecvShared(uint8_t* dst, size_t room) override {
+    if (!havePacket() || !lent_ || mappedAt_ || !shareable_ || offset_ != 0 || length_ > room ||
+        length_ < kSharedReadMinBytes)
+      return 0;
+    ShmSharedRead& s = inbox_->header()->sharedRead;
+    const uint64_t chunks = (length_ + kSharedChunkBytes - 1) / kSharedChunkBytes;
+    s.packet.store(consumed_, std::memory_order_relaxed);
+    s.dst.store(reinterpret_cast<uint64_t>(dst), std::memory_order_relaxed);
+    s.written.store(0, std::memory_order_relaxed);
+    s.broken.store(0, std::memory_order_relaxed);
+    s.cursor.store(sharedCursor(consumed_, 0, chunks), std::memory_order_release);
+    uint64_t mine = 0;
+    for (uint64_t c = s.cursor.load(std::memory_order_acquire);;) {
+      const uint64_t front = c >> 24 & kSharedChunkMask, end = c & kSharedChunkMask;
+      if (front >= end) break;
+      if (!s.cursor.compare_exchange_weak(c, sharedCursor(consumed_, front + 1, end), std::memory_order_acq_rel))
+        continue;
+      const size_t at = size_t(front) * kSharedChunkBytes;
+      offset_ = at;  // readLent reads at offset_
+      readLent(dst + at, std::min(kSharedChunkBytes, length_ - at));
+      ++mine;
+      c = s.cursor.load(std::memory_order_acquire);
+    }
+    // Every chunk is taken: wait for the sender's to be written (it copies
+    // the one it took, nothing more), or for its death.
+    while (s.written.load(std::memory_order_acquire) < chunks - mine) {
+      if (live_.gone()) live_.throwIfGone();
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
+    if (s.broken.load(std::memory_order_acquire)) {  // a chunk the sender could not write: read them all
+      offset_ = 0;
+      readLent(dst, length_);
+    }
+    offset_ = 0;
+    const size_t n = length_;
+    consumeRecv(n);
+    return n;
   }
 
  private:
@@ -337,6 +389,44 @@ class ShmChannel : public LivenessChannel {
     STRATA_INFO("shm link from rank %d: large packets now stored %s (measured %.0f ns per KiB cached, %.0f streaming)",
                 live_.peer(), stream ? "streaming" : "cached", storeChooser_.cachedNsPerKiB(),
                 storeChooser_.streamingNsPerKiB());
+  }
+
+  // Writes the chunks of a shared read (ShmSharedRead) that this side can
+  // take from the back, while the peer reads from the front; true if it
+  // wrote any. Only a region this side lent shareable and the peer has not
+  // released: the peer names the packet, this side's record says where the
+  // bytes lie and how many there are.
+  bool helpPeerRead() {
+    ShmSharedRead& s = outbox_->header()->sharedRead;
+    bool wrote = false;
+    for (uint64_t c = s.cursor.load(std::memory_order_acquire);;) {
+      const uint64_t front = c >> 24 & kSharedChunkMask, end = c & kSharedChunkMask;
+      if (front >= end) return wrote;
+      const uint64_t packet = s.packet.load(std::memory_order_relaxed);  // written before the cursor; the tag checks it
+      const LentRecord& lent = lentBySlot_[packet % outbox_->slots()];
+      if (lent.packet != packet || !lent.shareable || packet < peerConsumed_ || packet >= produced_ ||
+          (packet & 0xffff) != c >> 48 || end * kSharedChunkBytes >= lent.bytes + kSharedChunkBytes)
+        return wrote;  // not a region of ours (yet), or a malformed request
+      if (!s.cursor.compare_exchange_weak(c, sharedCursor(packet, front, end - 1), std::memory_order_acq_rel))
+        continue;
+      const size_t at = size_t(end - 1) * kSharedChunkBytes;
+      const size_t bytes = std::min(kSharedChunkBytes, size_t(lent.bytes) - at);
+      if (!writePeerMemory(peerProcess_, reinterpret_cast<const uint8_t*>(lent.address) + at,
+                           s.dst.load(std::memory_order_relaxed) + at, bytes)) {
+        // The peer reads them all itself then (or is gone: ESRCH), and this
+        // link lends no more shareable regions.
+        if (!sharingBroken_ && errno != ESRCH)
+          STRATA_WARN("shm link to rank %d: cannot write its memory (%s); it reads shared regions alone",
+                      live_.peer(), std::strerror(errno));
+        sharingBroken_ = true;
+        s.broken.store(1, std::memory_order_release);
+        s.written.fetch_add(1, std::memory_order_release);
+        return true;
+      }
+      s.written.fetch_add(1, std::memory_order_release);
+      wrote = true;
+      c = s.cursor.load(std::memory_order_acquire);
+    }
   }
 
   // Releases every packet consumed and not yet released (none: no store).
@@ -411,6 +501,7 @@ class ShmChannel : public LivenessChannel {
         fail(strataRemoteError, "rank %d lent a region this rank cannot read (%llu bytes)", live_.peer(),
              (unsigned long long)region.bytes);
       lent_ = true;
+      shareable_ = (word & kShareable) != 0;
       lentAddress_ = region.address;
       length = size_t(region.bytes);
     } else if (word & kMappedRegion) {
@@ -455,6 +546,15 @@ class ShmChannel : public LivenessChannel {
   bool ahead_ = false;         // then, at least half the ring was unread (kWriterAhead)
   bool writerAhead_ = false;   // the current packet's word had kWriterAhead
   uint64_t lentUntil_ = 0;     // packets up to the last lent region (its number + 1)
+  // The regions lent in the peer's slots (by packet % slots): for shared reads.
+  struct LentRecord {
+    uint64_t packet = ~uint64_t(0);
+    uint64_t address = 0, bytes = 0;
+    bool shareable = false;
+  };
+  LentRecord lentBySlot_[kMaxShmSlots];
+  bool sharingBroken_ = false;  // a write into the peer failed: no more shareable regions
+  bool shareable_ = false;      // the current packet is a lent region its sender helps to read
   uint64_t consumed_ = 0;      // packets consumed from our inbox
   // Packets released to the peer (stored in our inbox's header): consumed_,
   // or fewer than releaseEvery_ behind it while this side goes on reading

@@ -110,15 +110,20 @@ SingleCopyThresholds singleCopyThresholdsFor(const SingleCopyCosts& c, std::stri
   SingleCopyThresholds t;
   t.againstTwoCopies = breakEvenBytes(c, 2.0);
   t.againstOneCopy = breakEvenBytes(c, 1.0);
+  // n / (2 kernel) + call < n / memcpy is, within one call's cost, the
+  // break-even against two copies.
+  const size_t shared = breakEvenBytes(c, 2.0);
+  t.sharedAgainstOneCopy = shared == kSingleCopyNever ? shared : std::max(shared, kSharedReadMinBytes);
   const std::string measured = format("measured on this host: process_vm_readv %.1f GB/s + %.1f us a call, "
                                       "memcpy %.1f GB/s", c.kernelGBps, c.callUs, c.memcpyGBps);
   if (t.againstTwoCopies == kSingleCopyNever)
     *why = "off: " + measured + " (slower than the ring's two copies)";
   else
     *why = format("%s where both ranks also receive plain bytes (the ring's two copies), %s in one-way "
-                  "streams and to reducing receivers (the ring costs one copy's time there): %s",
+                  "streams and to reducing receivers (the ring costs one copy's time there), %s shared by "
+                  "an idle sender and a plain receiver: %s",
                   describeThreshold(t.againstTwoCopies).c_str(), describeThreshold(t.againstOneCopy).c_str(),
-                  measured.c_str());
+                  describeThreshold(t.sharedAgainstOneCopy).c_str(), measured.c_str());
   return t;
 }
 
@@ -157,6 +162,23 @@ void readPeerMemory(pid_t pid, uint64_t remote, void* dst, size_t n, int peer) {
     remote += uint64_t(r);
     n -= size_t(r);
   }
+}
+
+bool writePeerMemory(pid_t pid, const void* src, uint64_t remote, size_t n) {
+  const uint8_t* from = static_cast<const uint8_t*>(src);
+  while (n > 0) {
+    iovec local{const_cast<uint8_t*>(from), n}, far{reinterpret_cast<void*>(remote), n};
+    ssize_t r = process_vm_writev(pid, &local, 1, &far, 1, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      if (r == 0) errno = EFAULT;
+      return false;
+    }
+    from += r;
+    remote += uint64_t(r);
+    n -= size_t(r);
+  }
+  return true;
 }
 
 }  // namespace strata

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "core/config.h"
+#include "transports/transport.h"
 
 namespace strata {
 
@@ -54,10 +55,18 @@ size_t singleCopyThreshold(const Config& config, std::string* why);
 // reduces what it gets (it reads the ring from cache as it reduces, and
 // lending only moves the sender's copy to it as a kernel copy): single copy
 // pays there only where n / kernel + call < n / memcpy (againstOneCopy).
+// A one-way stream whose receiver writes plain bytes (a broadcast's root to
+// its receiver) can do better than one kernel copy: the idle sender writes
+// part of the region into the receiver's destination with process_vm_writev
+// while the receiver reads the rest (a shared read, shm_ring.h), so each core
+// moves half: that pays where n / (2 kernel) + call < n / memcpy
+// (sharedAgainstOneCopy, from kSharedReadMinBytes, transport.h).
 struct SingleCopyThresholds {
   size_t againstTwoCopies = kSingleCopyNever;
   size_t againstOneCopy = kSingleCopyNever;
+  size_t sharedAgainstOneCopy = kSingleCopyNever;
 };
+
 // The thresholds these measured costs give (from kSingleCopyMinBytes;
 // kSingleCopyNever where the kernel copy does not pay at any size). `why`
 // says what was measured and decided (for the INFO log).
@@ -74,5 +83,9 @@ bool canReadPeerMemory(pid_t pid, uint64_t remote, const void* expected, size_t 
 // Throws strataRemoteError naming the rank if they cannot be read (the
 // process exited: ESRCH; an address it does not map: EFAULT).
 void readPeerMemory(pid_t pid, uint64_t remote, void* dst, size_t n, int peer);
+
+// Writes `n` bytes from `src` to `remote` in process `pid`; false (errno
+// set) if it could not write them all.
+bool writePeerMemory(pid_t pid, const void* src, uint64_t remote, size_t n);
 
 }  // namespace strata

@@ -18,12 +18,6 @@ void buildTreeBroadcast(const CollArgs& a, Plan& plan) {
     }
     mask <<= 1;
   }
-  if (v == 0) {
-    if (!a.inPlace) {
-      plan.beginPhase();
-      plan.add(copyFlow(at(Buf::kSend, 0), data, bytes));
-    }
-  }
   // One child per phase, the largest subtree first: a send completes into the
   // child's link buffer, so the next starts at once, and the child with the
   // most ranks below it gets the link to itself first. (All children in one
@@ -34,6 +28,13 @@ void buildTreeBroadcast(const CollArgs& a, Plan& plan) {
       plan.beginPhase();
       plan.add(sendFlow(real(v + mask), v == 0 ? at(Buf::kSend, 0) : data, bytes));
     }
+  // The root's own copy last: its sends read the send buffer, so the children
+  // need not wait for it (a lent send's receiver reads meanwhile, and the
+  // root joins in once it is done: single_copy.h, shared).
+  if (v == 0 && !a.inPlace) {
+    plan.beginPhase();
+    plan.add(copyFlow(at(Buf::kSend, 0), data, bytes));
+  }
 }
 
 }  // namespace strata
