@@ -37,7 +37,8 @@ struct ShmPair {
 
   // `streaming`: STRATA_SHM_STREAMING (-1: measured).
   explicit ShmPair(size_t singleCopyBytes = 0, int slots = kSlots, size_t slotBytes = kSlotBytes,
-                   int streaming = -1) {
+                   int streaming = -1, int timeoutMs = 600000) {
+    config.timeoutMs = timeoutMs;
     config.shmSingleCopyBytes = singleCopyBytes;
     config.shmStreaming = streaming;
     config.shmSlotBytes = slotBytes;
@@ -422,6 +423,54 @@ TEST(ShmChannel, ASharedReadRequestIsServedOnlyForTheSendersRegion) {
   ASSERT_EQ(link.a->tryRecvShared(got.data(), got.size()), got.size());  // alone: no thread serves it
   EXPECT_EQ(got, src);
   EXPECT_FALSE(link.b->sendBuffersLent());
+}
+
+// A sender that takes a chunk of a shared read and never writes it (stopped
+// in the middle of one) is the receiver's strataRemoteError once the timeout
+// has passed, naming it: not a wait without end. Here a thread plays that
+// sender, taking the last chunk as soon as the receiver publishes the cursor.
+TEST(ShmChannel, AChunkTakenAndNeverWrittenIsAnErrorWithinTheTimeout) {
+  ShmPair link(/*singleCopyBytes=*/1000, kSlots, kSlotBytes, -1, /*timeoutMs=*/300);
+  std::vector<uint8_t> src(256 * kSharedChunkBytes, 5), got(src.size());
+  Span next = link.b->acquireSend(kShmCompactBytes + 1);  // packet 0's slot, to find a's inbox header
+  ASSERT_NE(next.data, nullptr);
+  auto* header = reinterpret_cast<ShmRingHeader*>(next.data - kShmSlotHeaderBytes - kShmHeaderBytes);
+  ShmSharedRead& s = header->sharedRead;
+  bool claimedOnce = false;
+  for (uint64_t packet = 0; packet < 10 && !claimedOnce; ++packet) {
+    ASSERT_EQ(link.b->trySendStable(src.data(), src.size(), src.size(), LendSaving::kOneCopyShared), src.size());
+    std::atomic<bool> claimed{false}, spinning{false};
+    std::thread thief([&] {
+      spinning = true;
+      for (;;) {
+        uint64_t c = s.cursor.load();
+        const uint64_t front = c >> 24 & kSharedChunkMask, end = c & kSharedChunkMask;
+        if ((c >> 48) != (packet & 0xffff) || end == 0) continue;  // not published yet
+        if (front >= end) return;                                 // the receiver took them all
+        if (s.cursor.compare_exchange_weak(c, sharedCursor(packet, front, end - 1))) {
+          claimed = true;
+          return;
+        }
+      }
+    });
+    while (!spinning) std::this_thread::yield();
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      link.a->tryRecvShared(got.data(), got.size());
+      thief.join();
+      EXPECT_FALSE(claimed) << "a shared read ended without the chunk taken from it";
+    } catch (const Error& e) {
+      thief.join();
+      ASSERT_TRUE(claimed) << e.what();
+      claimedOnce = true;
+      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      EXPECT_EQ(e.code(), strataRemoteError);
+      EXPECT_NE(std::strstr(e.what(), "rank 1 took 1 chunks"), nullptr) << e.what();
+      EXPECT_GE(took, 0.25) << e.what();
+      EXPECT_LT(took, 5.0) << e.what();
+    }
+  }
+  EXPECT_TRUE(claimedOnce) << "the thread never took a chunk before the receiver took them all";
 }
 
 TEST(ShmChannel, ALentRegionThatCannotBeReadIsRefused) {

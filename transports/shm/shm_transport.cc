@@ -147,12 +147,14 @@ class ShmChannel : public LivenessChannel {
   // `peerProcess`: the peer's pid (`peerPid`: the same, or 0 where this side
   // may not read the peer's memory with process_vm_readv).
   // `storeMode`: how large packets are stored into the peer's slots.
+  // `timeoutMs`: the longest a shared read waits for the peer's chunks.
   ShmChannel(std::unique_ptr<ShmSegment> inbox, std::unique_ptr<ShmSegment> outbox, Fd socket,
              int peer, pid_t peerProcess, pid_t peerPid, size_t lendFrom, size_t mappedFrom,
-             StoreModeSetting storeMode)
+             StoreModeSetting storeMode, int timeoutMs)
       : LivenessChannel(std::move(socket), peer), inbox_(std::move(inbox)), outbox_(std::move(outbox)),
         peerProcess_(peerProcess), peerPid_(peerPid), lendFrom_{lendFrom, lendFrom, lendFrom}, mappedFrom_(mappedFrom),
-        storeWriter_(storeMode), releaseEvery_(std::max<uint32_t>(1, inbox_->slots() / 4)) {}
+        storeWriter_(storeMode), releaseEvery_(std::max<uint32_t>(1, inbox_->slots() / 4)),
+        timeoutMs_(timeoutMs) {}
 
   const char* transportName() const override { return "shm"; }
 
@@ -345,9 +347,15 @@ class ShmChannel : public LivenessChannel {
       c = s.cursor.load(std::memory_order_acquire);
     }
     // Every chunk is taken: wait for the sender's to be written (it copies
-    // the one it took, nothing more), or for its death.
+    // the one it took, nothing more), for its death, or for the timeout (a
+    // sender stopped in the middle of a chunk).
+    const uint64_t waitFrom = opclock::steadyNs();
     while (s.written.load(std::memory_order_acquire) < chunks - mine) {
       if (live_.gone()) live_.throwIfGone();
+      if (timeoutMs_ > 0 && opclock::steadyNs() - waitFrom > uint64_t(timeoutMs_) * 1000000)
+        fail(strataRemoteError, "rank %d took %llu chunks of a region it lent (shared read) and wrote %llu of "
+             "them in %d ms (STRATA_TIMEOUT_MS)", live_.peer(), (unsigned long long)(chunks - mine),
+             (unsigned long long)s.written.load(std::memory_order_relaxed), timeoutMs_);
 #if defined(__x86_64__)
       __builtin_ia32_pause();
 #endif
@@ -568,6 +576,7 @@ class ShmChannel : public LivenessChannel {
   // the sender's ring holds at most releaseEvery_ - 1 packets fewer.
   uint64_t released_ = 0;
   const uint32_t releaseEvery_;  // a quarter of the ring, at least 1 (every packet)
+  const int timeoutMs_;          // STRATA_TIMEOUT_MS: a shared read's longest wait for the peer
   size_t length_ = kNoPacket;  // bytes of packet consumed_, once published
   bool compactOut_ = false;    // the packet acquireSend gave out is compact
   size_t offset_ = 0;          // bytes consumed of the current packet
@@ -627,7 +636,8 @@ class ShmPendingLink : public PendingLink {
                                        : config_->shmStreaming == 0 ? StoreModeSetting::kCached
                                                                     : StoreModeSetting::kStreaming;
     return std::make_unique<ShmChannel>(std::move(inbox_), std::move(outbox), std::move(socket), peer_,
-                                        pid_t(peer.pid), peerPid, lendFrom, mappedFrom, storeMode);
+                                        pid_t(peer.pid), peerPid, lendFrom, mappedFrom, storeMode,
+                                        config_->timeoutMs);
   }
 
  private:
