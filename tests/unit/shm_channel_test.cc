@@ -444,8 +444,8 @@ TEST(ShmChannel, AChunkTakenAndNeverWrittenIsAnErrorWithinTheTimeout) {
       spinning = true;
       for (;;) {
         uint64_t c = s.cursor.load();
-        const uint64_t front = c >> 24 & kSharedChunkMask, end = c & kSharedChunkMask;
-        if ((c >> 48) != (packet & 0xffff) || end == 0) continue;  // not published yet
+        const uint64_t front = sharedFront(c), end = sharedEnd(c);
+        if ((c >> 48) != sharedTag(packet) || end == 0) continue;  // not published yet
         if (front >= end) return;                                 // the receiver took them all
         if (s.cursor.compare_exchange_weak(c, sharedCursor(packet, front, end - 1))) {
           claimed = true;

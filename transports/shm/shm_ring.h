@@ -58,9 +58,12 @@ struct ShmSharedRead {
 };
 constexpr size_t kSharedChunkBytes = 128 * 1024;
 constexpr uint64_t kSharedChunkMask = (uint64_t(1) << 24) - 1;
+inline uint64_t sharedTag(uint64_t packet) { return packet & 0xffff; }
 inline uint64_t sharedCursor(uint64_t packet, uint64_t front, uint64_t end) {
-  return (packet & 0xffff) << 48 | front << 24 | end;
+  return sharedTag(packet) << 48 | front << 24 | end;
 }
+inline uint64_t sharedFront(uint64_t cursor) { return cursor >> 24 & kSharedChunkMask; }
+inline uint64_t sharedEnd(uint64_t cursor) { return cursor & kSharedChunkMask; }
 
 struct ShmRingHeader {
   alignas(64) std::atomic<uint64_t> consumed;  // packets the reader has released

@@ -264,7 +264,7 @@ class ShmChannel : public LivenessChannel {
     if (offset_ >= bouncedFrom_ + bounced_) {
       bounced_ = std::min(length_ - offset_, kBounceBytes);
       bounce_.resize(kBounceBytes);
-      readLent(bounce_.data(), bounced_);
+      readLent(bounce_.data(), offset_, bounced_);
       bouncedFrom_ = offset_;
     }
     return {bounce_.data() + (offset_ - bouncedFrom_), bouncedFrom_ + bounced_ - offset_};
@@ -274,7 +274,7 @@ class ShmChannel : public LivenessChannel {
     if (!havePacket()) return 0;
     if (!lent_ || mappedAt_ || offset_ < bouncedFrom_ + bounced_) return Channel::tryRecvInto(dst, n, streamingStores);
     n = std::min(n, length_ - offset_);
-    readLent(dst, n);
+    readLent(dst, offset_, n);
     consumeRecv(n);
     return n;
   }
@@ -336,13 +336,12 @@ class ShmChannel : public LivenessChannel {
     s.cursor.store(sharedCursor(consumed_, 0, chunks), std::memory_order_release);
     uint64_t mine = 0;
     for (uint64_t c = s.cursor.load(std::memory_order_acquire);;) {
-      const uint64_t front = c >> 24 & kSharedChunkMask, end = c & kSharedChunkMask;
+      const uint64_t front = sharedFront(c), end = sharedEnd(c);
       if (front >= end) break;
       if (!s.cursor.compare_exchange_weak(c, sharedCursor(consumed_, front + 1, end), std::memory_order_acq_rel))
         continue;
       const size_t at = size_t(front) * kSharedChunkBytes;
-      offset_ = at;  // readLent reads at offset_
-      readLent(dst + at, std::min(kSharedChunkBytes, length_ - at));
+      readLent(dst + at, at, std::min(kSharedChunkBytes, length_ - at));
       ++mine;
       c = s.cursor.load(std::memory_order_acquire);
     }
@@ -360,11 +359,7 @@ class ShmChannel : public LivenessChannel {
       __builtin_ia32_pause();
 #endif
     }
-    if (s.broken.load(std::memory_order_acquire)) {  // a chunk the sender could not write: read them all
-      offset_ = 0;
-      readLent(dst, length_);
-    }
-    offset_ = 0;
+    if (s.broken.load(std::memory_order_acquire)) readLent(dst, 0, length_);  // a chunk it could not write
     const size_t n = length_;
     consumeRecv(n);
     return n;
@@ -408,19 +403,20 @@ class ShmChannel : public LivenessChannel {
     ShmSharedRead& s = outbox_->header()->sharedRead;
     bool wrote = false;
     for (uint64_t c = s.cursor.load(std::memory_order_acquire);;) {
-      const uint64_t front = c >> 24 & kSharedChunkMask, end = c & kSharedChunkMask;
+      const uint64_t front = sharedFront(c), end = sharedEnd(c);
       if (front >= end) return wrote;
       const uint64_t packet = s.packet.load(std::memory_order_relaxed);  // written before the cursor; the tag checks it
       const LentRecord& lent = lentBySlot_[packet % outbox_->slots()];
       if (lent.packet != packet || !lent.shareable || packet < peerConsumed_ || packet >= produced_ ||
-          (packet & 0xffff) != c >> 48 || end * kSharedChunkBytes >= lent.bytes + kSharedChunkBytes)
+          sharedTag(packet) != c >> 48 || end * kSharedChunkBytes >= lent.bytes + kSharedChunkBytes)
         return wrote;  // not a region of ours (yet), or a malformed request
       if (!s.cursor.compare_exchange_weak(c, sharedCursor(packet, front, end - 1), std::memory_order_acq_rel))
         continue;
       const size_t at = size_t(end - 1) * kSharedChunkBytes;
       const size_t bytes = std::min(kSharedChunkBytes, size_t(lent.bytes) - at);
-      if (!writePeerMemory(peerProcess_, reinterpret_cast<const uint8_t*>(lent.address) + at,
-                           s.dst.load(std::memory_order_relaxed) + at, bytes)) {
+      const bool ok = writePeerMemory(peerProcess_, reinterpret_cast<const uint8_t*>(lent.address) + at,
+                                      s.dst.load(std::memory_order_relaxed) + at, bytes);
+      if (!ok) {
         // The peer reads them all itself then (or is gone: ESRCH), and this
         // link lends no more shareable regions.
         if (!sharingBroken_ && errno != ESRCH)
@@ -428,11 +424,10 @@ class ShmChannel : public LivenessChannel {
                       live_.peer(), std::strerror(errno));
         sharingBroken_ = true;
         s.broken.store(1, std::memory_order_release);
-        s.written.fetch_add(1, std::memory_order_release);
-        return true;
       }
       s.written.fetch_add(1, std::memory_order_release);
       wrote = true;
+      if (!ok) return wrote;
       c = s.cursor.load(std::memory_order_acquire);
     }
   }
@@ -444,11 +439,11 @@ class ShmChannel : public LivenessChannel {
     released_ = consumed_;
   }
 
-  // Reads `n` bytes of the lent region at the current offset. A lender that
+  // Reads `n` bytes of the lent region from byte `at`. A lender that
   // found an error (a mismatch) sends its ABORT and exits, so the read can
   // fail before the frame is read: that cause is reported when it comes.
-  void readLent(uint8_t* dst, size_t n) {
-    preferringPeerCause([&] { readPeerMemory(peerPid_, lentAddress_ + offset_, dst, n, live_.peer()); },
+  void readLent(uint8_t* dst, size_t at, size_t n) {
+    preferringPeerCause([&] { readPeerMemory(peerPid_, lentAddress_ + at, dst, n, live_.peer()); },
                         [&] { live_.throwAbortWithin(kAbortGraceMs); });
   }
 

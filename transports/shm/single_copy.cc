@@ -112,8 +112,8 @@ SingleCopyThresholds singleCopyThresholdsFor(const SingleCopyCosts& c, std::stri
   t.againstOneCopy = breakEvenBytes(c, 1.0);
   // n / (2 kernel) + call < n / memcpy is, within one call's cost, the
   // break-even against two copies.
-  const size_t shared = breakEvenBytes(c, 2.0);
-  t.sharedAgainstOneCopy = shared == kSingleCopyNever ? shared : std::max(shared, kSharedReadMinBytes);
+  t.sharedAgainstOneCopy = t.againstTwoCopies == kSingleCopyNever ? kSingleCopyNever
+                                                                  : std::max(t.againstTwoCopies, kSharedReadMinBytes);
   const std::string measured = format("measured on this host: process_vm_readv %.1f GB/s + %.1f us a call, "
                                       "memcpy %.1f GB/s", c.kernelGBps, c.callUs, c.memcpyGBps);
   if (t.againstTwoCopies == kSingleCopyNever)
