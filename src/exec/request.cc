@@ -154,6 +154,29 @@ void observedRun(Comm& c, const Plan& plan, bool p2p, uint64_t startTick, bool p
   obs.end(id, plan, probe, nullptr);
 }
 
+// A compiled tiny plan's call (exec/tiny_run.h) with the observer's
+// repeated-call record (Observer::beginRepeated), or its general one where
+// the plan's facts could not be worked out once.
+void observedTinyRun(Comm& c, TinyPlan& tiny, const Plan& plan, const Buffers& bufs, uint64_t calledTick) {
+  const uint32_t timeWeight = nextTinyTimeWeight(tiny, calledTick != 0);
+  if (!tiny.observable) {
+    observedRun(c, plan, false, calledTick, false, timeWeight,
+                [&](ExecProbe* probe) { runTinyPlan(c, tiny, plan, bufs, probe); });
+    return;
+  }
+  Observer& obs = c.observer();
+  ExecProbe probe;
+  probe.longWaits = &obs;
+  const uint64_t id = obs.beginRepeated(plan, tiny.observed, calledTick, timeWeight);
+  try {
+    runTinyPlan(c, tiny, plan, bufs, &probe);
+  } catch (const std::exception& e) {
+    obs.end(id, plan, probe, e.what());
+    throw;
+  }
+  obs.endRepeated(id, plan, probe);
+}
+
 // observedRun of the general executor.
 void observedExecute(Comm& c, const Plan& plan, const Buffers& bufs, bool p2p, uint64_t startTick = 0) {
   observedRun(c, plan, p2p, startTick, true, 1,
@@ -210,15 +233,14 @@ void runCollective(Request& r, const FusedBuffers* fused) {
   // general executor.
   const bool tinyAllowed = !fused && c.config().tinyPath && !c.observer().tracing();
   if (tinyAllowed && plan->tiny) {
-    TinyPlan& tiny = *plan->tiny;
-    observedRun(c, *plan, false, r.calledTick, false, nextTinyTimeWeight(tiny, r.calledTick != 0),
-                [&](ExecProbe* probe) { runTinyPlan(c, tiny, *plan, bufs, probe); });
+    observedTinyRun(c, *plan->tiny, *plan, bufs, r.calledTick);
     return;
   }
   observedExecute(c, *plan, bufs, false, r.calledTick);
   if (tinyAllowed && !plan->tinyChecked) {
     plan->tinyChecked = true;
     plan->tiny = compileTinyPlan(c, *plan);
+    if (plan->tiny) plan->tiny->observable = c.observer().repeatFacts(*plan, plan->tiny->observed);
   }
 }
 

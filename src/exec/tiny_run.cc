@@ -12,32 +12,6 @@
 
 namespace strata {
 
-// One flow of a tiny plan, with its links looked up.
-struct TinyFlow {
-  FlowKind kind = FlowKind::kCopy;
-  bool reduce = false, divides = false;  // divides: finalize of an average
-  bool sendsDesc = false, expectsDesc = false;
-  int peer = -1;
-  Channel* in = nullptr;   // Recv: where its packet comes from
-  Channel* out = nullptr;  // Send: where it goes; Recv / Copy: the forward link
-  Ref src, dst;
-  size_t bytes = 0;
-  // Earlier flows of its phase that must finish first: those to or from
-  // the same peer in the same direction (they keep plan order) and the
-  // flow whose destination is this flow's source (Flow::trails).
-  uint32_t after = 0;
-};
-
-struct TinyPlan {
-  std::vector<TinyFlow> flows;  // phase by phase, as in the plan
-  // ops[0] encoded with seq 0, as sent in front of up to
-  // kOpDescUnpaddedValues bytes of values (the first kOpDescBytes) and,
-  // padded, in front of more (plan.h: opDescBytesBefore).
-  uint8_t desc[kOpDescBytes], paddedDesc[kOpDescPaddedBytes];
-  uint32_t untimedLeft = 0;     // calls to run before the next timed one
-  uint32_t untimedRun = 0;      // calls run untimed since the last timed one
-};
-
 namespace {
 
 constexpr uint32_t kMaxTinyPhaseFlows = 32;

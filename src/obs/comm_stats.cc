@@ -7,27 +7,39 @@
 
 namespace strata {
 
-uint64_t CommStats::weightedTicks(CollTotals& c, const OpFacts& r) {
-  if (!r.timeWeight) return 0;
-  const uint64_t own = r.endTick - r.startTick, before = c.lastTimedTicks;
+uint64_t CommStats::weightedTicks(CollTotals& c, uint32_t timeWeight, uint64_t startTick, uint64_t endTick) {
+  if (!timeWeight) return 0;
+  const uint64_t own = endTick - startTick, before = c.lastTimedTicks;
   c.lastTimedTicks = own;
-  return own + uint64_t(r.timeWeight - 1) * std::min(own, before);
+  return own + uint64_t(timeWeight - 1) * std::min(own, before);
+}
+
+void CommStats::addToColl(CollTotals& c, bool failed, uint64_t bytes, uint64_t ticks, int64_t waitUs) {
+  c.lock.beginWrite();
+  if (failed) {
+    c.failed.add(1);
+  } else {
+    c.calls.add(1);
+    c.bytes.add(bytes);
+  }
+  c.ticks.add(ticks);
+  if (waitUs) c.waitUs.add(uint64_t(waitUs));
+  c.lock.endWrite();
+}
+
+void CommStats::addRepeated(const RepeatFacts& facts, uint32_t timeWeight, uint64_t startTick, uint64_t endTick,
+                            int64_t waitUs) {
+  CollTotals& c = coll_[facts.coll];
+  const uint64_t ticks = weightedTicks(c, timeWeight, startTick, endTick);
+  addToColl(c, false, facts.bytes, ticks, waitUs);
+  if (facts.transport < strataNumTransports) addToTransport(facts.transport, facts.sent, facts.received, ticks);
 }
 
 void CommStats::add(const OpFacts& r, const Plan* plan, const std::atomic<uint8_t>* transportOf,
                     size_t nranks) {
   CollTotals& c = coll_[statCollOf(r)];
-  const uint64_t ticks = weightedTicks(c, r);
-  c.lock.beginWrite();
-  if (r.state == OpState::kFailed) {
-    c.failed.add(1);
-  } else {
-    c.calls.add(1);
-    c.bytes.add(r.bytes);
-  }
-  c.ticks.add(ticks);
-  if (r.waitUs) c.waitUs.add(uint64_t(r.waitUs));
-  c.lock.endWrite();
+  const uint64_t ticks = weightedTicks(c, r.timeWeight, r.startTick, r.endTick);
+  addToColl(c, r.state == OpState::kFailed, r.bytes, ticks, r.waitUs);
   if (!plan) return;
   // Most plans reach all their peers over one transport: sum into scalars,
   // and fall back to per-transport arrays only when a second one shows up.

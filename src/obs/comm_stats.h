@@ -23,6 +23,10 @@ class CommStats {
   // Writer only. `transportOf[p]`: transport id of the link to peer p (or
   // >= strataNumTransports: none yet), for the `nranks` peers.
   void add(const OpFacts& r, const Plan* plan, const std::atomic<uint8_t>* transportOf, size_t nranks);
+  // Writer only: a repeated tiny call, done (Observer::endRepeated): what
+  // add() derives from the record and the plan, `facts` worked out once.
+  void addRepeated(const RepeatFacts& facts, uint32_t timeWeight, uint64_t startTick, uint64_t endTick,
+                   int64_t waitUs);
   // Any thread.
   void linkOpened(unsigned transport);
   // The totals, with the times (kept in opclock ticks) in seconds.
@@ -47,7 +51,9 @@ class CommStats {
   // stands for the untimed ones before it (OpFacts::timeWeight) at the smaller
   // of its own time and the timed call's before it: one call preempted by
   // the scheduler is not counted kTinyTimedEvery times.
-  static uint64_t weightedTicks(CollTotals& c, const OpFacts& r);
+  static uint64_t weightedTicks(CollTotals& c, uint32_t timeWeight, uint64_t startTick, uint64_t endTick);
+  // Writer only: one finished or failed call into collective c's totals.
+  static void addToColl(CollTotals& c, bool failed, uint64_t bytes, uint64_t ticks, int64_t waitUs);
   // Writer only: one operation's bytes and time into transport t's totals.
   void addToTransport(unsigned t, uint64_t sent, uint64_t received, uint64_t ticks);
   const int nranks_;

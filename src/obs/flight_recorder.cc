@@ -14,29 +14,39 @@ FlightRecorder::FlightRecorder(size_t capacity)
     : capacity_(capacity), slots_(capacity ? new Slot[capacity] : nullptr),
       newest_(capacity ? capacity - 1 : 0), notes_(capacity) {}
 
+void FlightRecorder::Slot::store(uint64_t opId, const OpDesc& desc, bool isP2p, const char* algorithmName,
+                                 uint64_t dataBytes, uint64_t start, OpState opState, uint64_t end,
+                                 int64_t waited) {
+  constexpr auto relaxed = std::memory_order_relaxed;
+  lock.beginWrite();
+  id.store(opId, relaxed);
+  coll.store(desc.coll, relaxed);
+  dtype.store(desc.dtype, relaxed);
+  redop.store(desc.redop, relaxed);
+  root.store(desc.root, relaxed);
+  count.store(desc.count, relaxed);
+  seq.store(desc.seq, relaxed);
+  fusedTensors.store(desc.fusedTensors, relaxed);
+  layout.store(desc.layout, relaxed);
+  p2p.store(isP2p, relaxed);
+  algorithm.store(algorithmName, relaxed);
+  bytes.store(dataBytes, relaxed);
+  startTick.store(start, relaxed);
+  state.store(opState, relaxed);
+  endTick.store(end, relaxed);
+  waitUs.store(waited, relaxed);
+  lock.endWrite();
+}
+
 void FlightRecorder::publishStart(const OpFacts& f) {
   if (!capacity_) return;
-  newest_ = newest_ + 1 == capacity_ ? 0 : newest_ + 1;  // ids are published in order
-  Slot& s = slots_[newest_];
-  constexpr auto relaxed = std::memory_order_relaxed;
-  s.lock.beginWrite();
-  s.id.store(f.id, relaxed);
-  s.coll.store(f.desc.coll, relaxed);
-  s.dtype.store(f.desc.dtype, relaxed);
-  s.redop.store(f.desc.redop, relaxed);
-  s.root.store(f.desc.root, relaxed);
-  s.count.store(f.desc.count, relaxed);
-  s.seq.store(f.desc.seq, relaxed);
-  s.fusedTensors.store(f.desc.fusedTensors, relaxed);
-  s.layout.store(f.desc.layout, relaxed);
-  s.p2p.store(f.p2p, relaxed);
-  s.algorithm.store(f.algorithm, relaxed);
-  s.bytes.store(f.bytes, relaxed);
-  s.startTick.store(f.startTick, relaxed);
-  s.state.store(f.state, relaxed);
-  s.endTick.store(f.endTick, relaxed);
-  s.waitUs.store(f.waitUs, relaxed);
-  s.lock.endWrite();
+  nextSlot().store(f.id, f.desc, f.p2p, f.algorithm, f.bytes, f.startTick, f.state, f.endTick, f.waitUs);
+}
+
+void FlightRecorder::publishDone(uint64_t id, const OpDesc& desc, const char* algorithm, uint64_t bytes,
+                                 uint64_t startTick, uint64_t endTick, int64_t waitUs) {
+  if (!capacity_) return;
+  nextSlot().store(id, desc, false, algorithm, bytes, startTick, OpState::kDone, endTick, waitUs);
 }
 
 void FlightRecorder::publishEnd(const OpFacts& f) {

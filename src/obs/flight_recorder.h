@@ -30,6 +30,11 @@ class FlightRecorder {
   uint64_t nextId() { return next_++; }
   void publishStart(const OpFacts& facts);
   void publishEnd(const OpFacts& facts);
+  // The whole record of a finished collective at once (a repeated tiny
+  // call's, Observer::endRepeated): the facts publishStart takes from an
+  // OpFacts, given one by one.
+  void publishDone(uint64_t id, const OpDesc& desc, const char* algorithm, uint64_t bytes, uint64_t startTick,
+                   uint64_t endTick, int64_t waitUs);
   // Any thread: the note of operation `id` (kept while its record is).
   void setNote(uint64_t id, const std::string& note);
   // Any thread: the records, oldest first.
@@ -58,7 +63,15 @@ class FlightRecorder {
     std::atomic<bool> p2p{false};
     std::atomic<OpState> state{OpState::kRunning};
     OpFacts load() const;
+    // Writer only: every field, under the lock.
+    void store(uint64_t id, const OpDesc& desc, bool p2p, const char* algorithm, uint64_t bytes,
+               uint64_t startTick, OpState state, uint64_t endTick, int64_t waitUs);
   };
+  // Writer only: the slot of the next operation.
+  Slot& nextSlot() {
+    newest_ = newest_ + 1 == capacity_ ? 0 : newest_ + 1;  // ids are published in order
+    return slots_[newest_];
+  }
   struct Note {
     uint64_t id = 0;
     std::string text;

@@ -99,6 +99,7 @@ uint64_t Observer::begin(const Plan& plan, bool p2p, uint64_t startTick, bool pu
 }
 
 void Observer::end(uint64_t id, const Plan& plan, const ExecProbe& probe, const char* error) {
+  if (repeated_.plan) fillRunningFromRepeated();
   OpFacts& r = running_;
   const uint64_t end = r.startTick ? opclock::now() : 0;
   if (r.id != id) return;
@@ -118,9 +119,68 @@ void Observer::end(uint64_t id, const Plan& plan, const ExecProbe& probe, const 
   trace(traced, plan, probe);
 }
 
+bool Observer::repeatFacts(const Plan& plan, RepeatFacts& facts) const {
+  if (plan.ops.size() != 1) return false;
+  facts = RepeatFacts{};
+  facts.coll = statCollOf(plan.ops[0].coll);
+  facts.bytes = dataBytes(plan.ops[0], who_.nranks);
+  for (size_t i = 0; i < plan.peers.size(); ++i) {
+    const int peer = plan.peers[i];
+    const unsigned t = peer >= 0 && peer < who_.nranks ? transportOf_[size_t(peer)].load(std::memory_order_relaxed)
+                                                      : unsigned(strataNumTransports);
+    if (t >= strataNumTransports || (facts.transport != strataNumTransports && t != facts.transport))
+      return false;  // a link not open yet, or a second transport: end()'s accounting
+    facts.transport = t;
+    facts.sent += plan.bytesTo[i];
+    facts.received += plan.bytesFrom[i];
+  }
+  return true;
+}
+
+uint64_t Observer::beginRepeated(const Plan& plan, const RepeatFacts& facts, uint64_t startTick,
+                                 uint32_t timeWeight) {
+  const uint64_t id = recorder_.nextId();
+  repeated_ = Repeated{&plan, &facts, id, !timeWeight ? 0 : startTick ? startTick : opclock::now(), timeWeight};
+  current_.store(id, std::memory_order_relaxed);
+  return id;
+}
+
+void Observer::fillRunningFromRepeated() {
+  const Repeated& x = repeated_;
+  OpFacts& r = running_;
+  r.id = x.id;
+  r.timeWeight = x.timeWeight;
+  r.startTick = x.startTick;
+  copyDescriptor(r.desc, x.plan->ops[0]);
+  r.p2p = false;
+  r.bytes = x.facts->bytes;
+  r.algorithm = x.plan->algorithmName;
+  r.state = OpState::kRunning;
+  r.endTick = 0;
+  r.waitUs = 0;
+  runningPublished_ = false;
+  repeated_.plan = nullptr;
+}
+
+void Observer::endRepeated(uint64_t id, const Plan& plan, const ExecProbe& probe) {
+  if (!repeated_.plan) {  // a long wait filled running_ (longWait): the record ends as any other
+    end(id, plan, probe, nullptr);
+    return;
+  }
+  const Repeated& x = repeated_;
+  if (x.id != id) return;
+  const uint64_t endTick = x.startTick ? opclock::now() : 0;
+  current_.store(0, std::memory_order_relaxed);
+  recorder_.publishDone(id, x.plan->ops[0], x.plan->algorithmName, x.facts->bytes, x.startTick, endTick,
+                        probe.waitUs);
+  stats_.addRepeated(*x.facts, x.timeWeight, x.startTick, endTick, probe.waitUs);
+  repeated_.plan = nullptr;
+}
+
 void Observer::longWait(const std::string& whatItWaitsFor, int64_t waitedUs) {
   uint64_t id = current_.load(std::memory_order_relaxed);
   if (!id) return;
+  if (repeated_.plan) fillRunningFromRepeated();
   if (!running_.startTick) {  // not timed: it started about when its wait did
     running_.startTick = opclock::now() - uint64_t(double(waitedUs) * opclock::ticksPerUs());
     running_.timeWeight = 1;

@@ -45,6 +45,18 @@ class Observer : public LongWaitSink {
   uint64_t begin(const Plan& plan, bool p2p, uint64_t startTick = 0, bool publishAtStart = true,
                  uint32_t timeWeight = 1);
   void end(uint64_t id, const Plan& plan, const ExecProbe& probe, const char* error);
+
+  // The tiny path's begin and end (exec/tiny_run.h), for a plan whose peers
+  // are all reached over one transport: the same record and statistics as
+  // begin(plan, false, startTick, false, timeWeight) and end(), with what
+  // those derive from the plan at every call taken from `facts`
+  // (repeatFacts, worked out once when the plan is compiled; false where the
+  // peers use several transports). Nothing is written at the start: a long
+  // wait (longWait) or end() with an error fills the record as begin()
+  // would, and then ends it as any other.
+  bool repeatFacts(const Plan& plan, RepeatFacts& facts) const;
+  uint64_t beginRepeated(const Plan& plan, const RepeatFacts& facts, uint64_t startTick, uint32_t timeWeight);
+  void endRepeated(uint64_t id, const Plan& plan, const ExecProbe& probe);
   void longWait(const std::string& whatItWaitsFor, int64_t waitedUs) override;
 
   // Any thread.
@@ -59,6 +71,8 @@ class Observer : public LongWaitSink {
 
  private:
   void trace(const OpRecord& r, const Plan& plan, const ExecProbe& probe);
+  // running_ from the repeated call begun (beginRepeated), as begin() fills it.
+  void fillRunningFromRepeated();
   ObserverIdentity who_;
   const Config& config_;
   const Topology* topo_;
@@ -69,6 +83,14 @@ class Observer : public LongWaitSink {
   OpFacts running_;                   // the operation between begin and end (its thread only)
   bool runningPublished_ = false;     // running_ is in the flight recorder
   std::atomic<uint64_t> current_{0};  // its id while it runs (0: none)
+  // A repeated call between beginRepeated and endRepeated whose running_ is
+  // not filled yet (repeated_.plan null: none).
+  struct Repeated {
+    const Plan* plan = nullptr;
+    const RepeatFacts* facts = nullptr;
+    uint64_t id = 0, startTick = 0;
+    uint32_t timeWeight = 0;
+  } repeated_;
   TraceSink* trace_ = nullptr;
   int traceTid_ = 0;
 };

@@ -32,6 +32,18 @@ struct OpFacts {
   int64_t waitUs = 0;
 };
 
+// What the record and the statistics of a repeated tiny call (exec/tiny_run.h)
+// take from its plan, worked out once when the plan is compiled instead of
+// at every call as Observer::begin / end do: the statistics entry, the data
+// size, and the bytes sent and received over the one transport all the
+// plan's peers are reached by.
+struct RepeatFacts {
+  strataStatColl_t coll = strataStatAllReduce;
+  uint64_t bytes = 0;
+  unsigned transport = strataNumTransports;  // strataNumTransports: no peer (nothing to count)
+  uint64_t sent = 0, received = 0;
+};
+
 // One operation as readers see it: its facts, its times in steady-clock
 // microseconds, and a note (a long wait's description, or the error).
 struct OpRecord : OpFacts {

@@ -214,5 +214,67 @@ TEST(TinyPath, StatisticsAndFlightRecorderOfTinyCalls) {
   EXPECT_TRUE(contains(dump, "AllReduce #992")) << dump;
 }
 
+// The counts a run of tiny calls leaves in the statistics, one line per
+// collective and transport used: what the tiny path's record
+// (Observer::beginRepeated / endRepeated) must count exactly as the general
+// executor's does.
+std::string countedCalls(const strataStats_t& st) {
+  std::string s;
+  for (int c = 0; c < strataNumStatColls; ++c)
+    if (st.coll[c].calls || st.coll[c].failed)
+      s += "coll " + std::to_string(c) + ": calls " + std::to_string(st.coll[c].calls) + " failed " +
+           std::to_string(st.coll[c].failed) + " bytes " + std::to_string(st.coll[c].bytes) + "\n";
+  for (int t = 0; t < strataNumTransports; ++t)
+    if (st.transport[t].links)
+      s += "transport " + std::to_string(t) + ": links " + std::to_string(st.transport[t].links) + " sent " +
+           std::to_string(st.transport[t].bytesSent) + " received " + std::to_string(st.transport[t].bytesReceived) +
+           "\n";
+  return s;
+}
+
+// 3 ranks, repeated all-reduces, broadcasts from rank 1 and all-gathers of
+// odd counts: the statistics of the tiny path (STRATA_TINY_PATH=1) are those
+// of the general executor (=0), call for call and byte for byte.
+TEST(TinyPath, StatisticsCountTinyCallsAsGeneralOnes) {
+  char tmpl[] = "/tmp/strata-tiny-stats-XXXXXX";
+  ASSERT_TRUE(mkdtemp(tmpl));
+  const std::string dir = tmpl;
+  for (const char* tiny : {"1", "0"}) {
+    test::RankSpec spec;
+    spec.nranks = 3;
+    spec.env = {{"STRATA_TRANSPORT", "shm"}, {"STRATA_TINY_PATH", tiny}};
+    auto outcomes = test::runRanks(spec, [&](int rank, int n, strataComm_t comm, const strataUniqueId&) {
+      int problems = 0;
+      std::vector<double> in(7 * size_t(n)), out(7 * size_t(n));
+      for (size_t i = 0; i < in.size(); ++i) in[i] = 0.5 + double(rank) + double(i) / 8;
+      for (int i = 0; i < 50 && !problems; ++i) {
+        RANK_EXPECT(strataAllReduce(in.data(), out.data(), 3, strataFloat64, strataMax, comm, nullptr) ==
+                        strataSuccess, "all-reduce: %s", strataGetLastError(comm));
+        RANK_EXPECT(strataBroadcast(in.data(), out.data(), 5, strataFloat64, 1, comm, nullptr) == strataSuccess,
+                    "broadcast: %s", strataGetLastError(comm));
+        RANK_EXPECT(strataAllGather(in.data(), out.data(), 7, strataFloat64, comm, nullptr) == strataSuccess,
+                    "all-gather: %s", strataGetLastError(comm));
+      }
+      for (int r = 0; r < n; ++r)
+        for (int j = 0; j < 7; ++j)
+          RANK_EXPECT(out[size_t(r) * 7 + size_t(j)] == 0.5 + double(r) + double(j) / 8, "all-gather of rank %d", r);
+      strataStats_t st;
+      RANK_EXPECT(strataCommGetStats(comm, &st) == strataSuccess, "%s", strataGetLastError(comm));
+      std::ofstream(dir + "/" + tiny + "-" + std::to_string(rank) + ".txt") << countedCalls(st);
+      return problems;
+    });
+    ASSERT_TRUE(test::allSucceeded(outcomes)) << "STRATA_TINY_PATH=" << tiny << ": " << test::describe(outcomes);
+  }
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::string tiny = readFile(dir + "/1-" + std::to_string(rank) + ".txt");
+    const std::string general = readFile(dir + "/0-" + std::to_string(rank) + ".txt");
+    EXPECT_TRUE(contains(tiny, "calls 50 failed 0")) << tiny;
+    EXPECT_EQ(tiny, general) << "rank " << rank;
+    std::remove((dir + "/1-" + std::to_string(rank) + ".txt").c_str());
+    std::remove((dir + "/0-" + std::to_string(rank) + ".txt").c_str());
+  }
+  rmdir(dir.c_str());
+}
+
 }  // namespace
 }  // namespace strata
