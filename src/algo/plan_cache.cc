@@ -26,6 +26,7 @@ Plan* PlanCache::findFurther(const PlanKey& key) {
 Plan* PlanCache::insert(const PlanKey& key, Plan plan) {
   if (auto old = index_.find(key); old != index_.end()) {  // replaced (not done by runCollective)
     bytes_ -= old->second->bytes;
+    ++evictions_;
     order_.erase(old->second);
     index_.erase(old);
   }
@@ -35,6 +36,7 @@ Plan* PlanCache::insert(const PlanKey& key, Plan plan) {
   bytes_ += bytes;
   while (order_.size() > 1 && (order_.size() > maxPlans_ || bytes_ > maxBytes_)) {
     bytes_ -= order_.back().bytes;
+    ++evictions_;
     index_.erase(order_.back().key);
     order_.pop_back();
   }

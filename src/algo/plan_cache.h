@@ -56,6 +56,9 @@ class PlanCache {
   // bounds, never the one just kept) and returns it.
   Plan* insert(const PlanKey& key, Plan plan);
   size_t size() const { return index_.size(); }
+  // Plans let go so far (evicted or replaced): a Plan* taken while this was
+  // the same still points at a cached plan.
+  uint64_t evictions() const { return evictions_; }
   size_t bytes() const { return bytes_; }
 
  private:
@@ -69,6 +72,7 @@ class PlanCache {
   void setFront();
   size_t maxPlans_, maxBytes_;
   size_t bytes_ = 0;
+  uint64_t evictions_ = 0;
   Order order_;
   std::unordered_map<PlanKey, Order::iterator, PlanKeyHash> index_;
   Plan* front_ = nullptr;

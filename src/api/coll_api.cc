@@ -20,6 +20,7 @@ strataResult_t submit(const char* fn, strataComm_t handle, Request r, strataStre
            "strataFusionSynchronize first (or use another communicator)", fn);
     r.comm = comm;
     r.stream = stream;
+    if (!inGroup() && runRepeatedCall(r)) return;
     validate(fn, r);  // sets calledTick, but for a repeated call
     if (inGroup()) {
       r.calledTick = 0;  // runs later: its record starts then

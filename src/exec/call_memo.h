@@ -22,6 +22,12 @@ struct CallMemo {
   strataRedOp_t redop = strataSum;
   int root = 0;
   bool inPlace = false;  // what the checks found
+  // The compiled tiny plan (exec/tiny_run.h) this call last ran, while the
+  // plan cache has let no plan go since (`planEvictions`, PlanCache::evictions):
+  // a repeat runs it without its checks, its descriptor or the plan lookup
+  // (runRepeatedCall, exec/request.h), the fast path's second part.
+  Plan* tinyPlan = nullptr;
+  uint64_t planEvictions = 0;
 };
 
 }  // namespace strata

@@ -35,6 +35,11 @@ struct Request {
 
 // Throws strataInvalidArgument naming the problem; fills inPlace.
 void validate(const char* fn, Request& r);
+// The repeated-call fast path: a host call equal in every argument to its
+// communicator's last validated one, whose compiled tiny plan ran last time
+// (CallMemo::tinyPlan), runs that plan at once, as runCollective would run
+// it after validate(). False: not such a call (validate and run it as any other).
+bool runRepeatedCall(Request& r);
 // A fused operation's buffers (made of pieces) and what its descriptor says.
 struct FusedBuffers {
   const Segments* send = nullptr;

@@ -10,7 +10,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -212,6 +214,60 @@ TEST(TinyPath, StatisticsAndFlightRecorderOfTinyCalls) {
   EXPECT_TRUE(contains(dump, "(not timed)")) << dump;  // most of the 1000 before it
 #endif
   EXPECT_TRUE(contains(dump, "AllReduce #992")) << dump;
+}
+
+// The repeated-call fast path (runRepeatedCall): the same call again and
+// again on 3 ranks, with new random values in the same buffers each time,
+// in and out of place, each result checked against the float64 reference;
+// the same call inside a group is queued, not run at once, and lands right
+// at strataGroupEnd.
+TEST(TinyPath, RepeatedCallsReadTheirBuffersAnewAndGroupsStillQueue) {
+  test::RankSpec spec;
+  spec.nranks = 3;
+  spec.env = {{"STRATA_TRANSPORT", "shm"}};
+  auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
+    int problems = 0;
+    const size_t count = 13;
+    std::vector<float> in(count), out(count), inPlace(count);
+    auto valueOf = [](int call, int r, size_t i) {  // a different random value per call, rank and element
+      uint32_t x = uint32_t(call) * 2654435761u ^ uint32_t(r) * 40503u ^ uint32_t(i) * 2246822519u;
+      x ^= x >> 15;
+      x *= 2246822519u;
+      x ^= x >> 13;
+      return float(x % 2001) / 64.0f - 15.0f;
+    };
+    // 30 calls out of place, then 30 in place: each repeats the one before.
+    for (int call = 0; call < 60 && !problems; ++call) {
+      const bool inPlaceCall = call >= 30;
+      for (size_t i = 0; i < count; ++i) in[i] = inPlace[i] = valueOf(call, rank, i);
+      RANK_EXPECT(strataAllReduce(inPlaceCall ? inPlace.data() : in.data(), inPlaceCall ? inPlace.data() : out.data(),
+                                  count, strataFloat32, strataSum, comm, nullptr) == strataSuccess,
+                  "call %d: %s", call, strataGetLastError(comm));
+      const std::vector<float>& got = inPlaceCall ? inPlace : out;
+      for (size_t i = 0; i < count; ++i) {
+        double want = 0;
+        for (int r = 0; r < n; ++r) want += double(valueOf(call, r, i));
+        RANK_EXPECT(std::fabs(double(got[i]) - want) <= 1e-4 * (1 + std::fabs(want)), "call %d [%zu]: %g, want %g",
+                    call, i, double(got[i]), want);
+      }
+    }
+    // The call repeated once more, now inside a group: nothing lands before strataGroupEnd.
+    for (size_t i = 0; i < count; ++i) in[i] = valueOf(99, rank, i);
+    std::fill(out.begin(), out.end(), -1.0f);
+    RANK_EXPECT(strataGroupStart() == strataSuccess, "group start");
+    RANK_EXPECT(strataAllReduce(in.data(), out.data(), count, strataFloat32, strataSum, comm, nullptr) ==
+                    strataSuccess, "grouped: %s", strataGetLastError(comm));
+    RANK_EXPECT(out[0] == -1.0f, "a grouped call ran before strataGroupEnd");
+    RANK_EXPECT(strataGroupEnd() == strataSuccess, "group end: %s", strataGetLastError(comm));
+    for (size_t i = 0; i < count; ++i) {
+      double want = 0;
+      for (int r = 0; r < n; ++r) want += double(valueOf(99, r, i));
+      RANK_EXPECT(std::fabs(double(out[i]) - want) <= 1e-4 * (1 + std::fabs(want)), "grouped [%zu]: %g, want %g", i,
+                  double(out[i]), want);
+    }
+    return problems;
+  });
+  EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
 }
 
 // The counts a run of tiny calls leaves in the statistics, one line per

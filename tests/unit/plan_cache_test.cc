@@ -41,10 +41,15 @@ TEST(PlanCache, TheLeastRecentlyUsedGoesFirstPastTheCount) {
   PlanCache cache(3);
   for (size_t c = 1; c <= 3; ++c) cache.insert(keyOf(c), planOf(c));
   ASSERT_NE(cache.find(keyOf(1)), nullptr);  // 1 is now the most recent; 2 the least
+  EXPECT_EQ(cache.evictions(), 0u);
   cache.insert(keyOf(4), planOf(4));
   EXPECT_EQ(cache.find(keyOf(2)), nullptr);
+  EXPECT_EQ(cache.evictions(), 1u);  // a Plan* to 2 taken before would now dangle: the count says so
   for (size_t c : {1, 3, 4}) EXPECT_NE(cache.find(keyOf(c)), nullptr) << c;
   EXPECT_EQ(cache.size(), 3u);
+  cache.insert(keyOf(3), planOf(33));  // a replacement lets the old plan go too
+  EXPECT_EQ(cache.evictions(), 2u);
+  EXPECT_EQ(cache.find(keyOf(3))->algorithm, "plan for 33");
 }
 
 TEST(PlanCache, TheBytesBoundEvictsButNeverThePlanJustKept) {
