@@ -30,6 +30,7 @@ strataResult_t submit(const char* fn, strataComm_t handle, Request r, strataStre
       enqueueDeviceRequest(r);
     } else {
       drainDeviceQueue(*comm);
+      r.remembersPlan = true;
       if (r.coll == Coll::kSend || r.coll == Coll::kRecv) runP2P(*comm, {r});
       else runCollective(r);
     }

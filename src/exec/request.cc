@@ -71,10 +71,11 @@ namespace {
 void observedTinyRun(Comm& c, TinyPlan& tiny, const Plan& plan, const Buffers& bufs, uint64_t calledTick);
 
 // Remembers `plan`'s compiled form for a repeat of `r` (runRepeatedCall), if
-// `r` is the call its communicator validated last.
+// `r` runs on the thread that validated it (Request::remembersPlan) and is the
+// call its communicator validated last.
 void rememberTinyPlan(Comm& c, const Request& r, Plan* plan) {
   CallMemo& m = c.lastValidCall;
-  if (r.coll == Coll::kBarrier || !sameCall(m, r) || m.inPlace != r.inPlace) return;
+  if (!r.remembersPlan || r.coll == Coll::kBarrier || !sameCall(m, r) || m.inPlace != r.inPlace) return;
   m.tinyPlan = plan;
   m.planEvictions = c.plans().evictions();
 }

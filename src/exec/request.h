@@ -31,6 +31,11 @@ struct Request {
   // when the call runs (queued requests; a repeat of the last call, whose
   // checks are skipped, validate()).
   uint64_t calledTick = 0;
+  // Run at once by the thread that validated it (the API's immediate path):
+  // a compiled tiny plan it runs is remembered in the communicator's
+  // CallMemo for its repeats (runRepeatedCall). False for the calls other
+  // threads run (a fusion context's), which must not touch the memo.
+  bool remembersPlan = false;
 };
 
 // Throws strataInvalidArgument naming the problem; fills inPlace.
