@@ -75,7 +75,7 @@ void observedTinyRun(Comm& c, TinyPlan& tiny, const Plan& plan, const Buffers& b
 // call its communicator validated last.
 void rememberTinyPlan(Comm& c, const Request& r, Plan* plan) {
   CallMemo& m = c.lastValidCall;
-  if (!r.remembersPlan || r.coll == Coll::kBarrier || !sameCall(m, r) || m.inPlace != r.inPlace) return;
+  if (!r.remembersPlan || r.coll == Coll::kBarrier || !sameCall(m, r)) return;
   m.tinyPlan = plan;
   m.planEvictions = c.plans().evictions();
 }
@@ -88,7 +88,6 @@ bool runRepeatedCall(Request& r) {
   if (!m.tinyPlan || !sameCall(m, r) || m.planEvictions != c.plans().evictions() || deviceMemoryPossible())
     return false;
   if (c.failed()) c.throwFailed();
-  r.inPlace = m.inPlace;
   Plan& plan = *m.tinyPlan;
   OpDesc& d = plan.ops[0];
   d.seq = c.nextSeq();

@@ -60,7 +60,6 @@ struct TinyPlan {
   bool observable = false;
 };
 
-
 // The most a tiny flow's packet holds, descriptor included: the smallest shm
 // slot (config.cc keeps STRATA_SHM_SLOT_BYTES at least this), so one always fits.
 constexpr size_t kTinyPacketBytes = 4096;

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +23,7 @@
 
 #include "support/collective_cases.h"
 #include "support/ranks.h"
+#include "support/reference.h"
 
 namespace strata {
 namespace {
@@ -228,43 +228,42 @@ TEST(TinyPath, RepeatedCallsReadTheirBuffersAnewAndGroupsStillQueue) {
   auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
     int problems = 0;
     const size_t count = 13;
-    std::vector<float> in(count), out(count), inPlace(count);
-    auto valueOf = [](int call, int r, size_t i) {  // a different random value per call, rank and element
-      uint32_t x = uint32_t(call) * 2654435761u ^ uint32_t(r) * 40503u ^ uint32_t(i) * 2246822519u;
-      x ^= x >> 15;
-      x *= 2246822519u;
-      x ^= x >> 13;
-      return float(x % 2001) / 64.0f - 15.0f;
+    // Every rank's input of a call (random per call and rank: test::fillRandom), and
+    // whether `got` is their float64 sum.
+    std::vector<std::vector<float>> inputs(size_t(n), std::vector<float>(count, 0.0f));
+    auto fillInputs = [&](int call) {
+      for (int r = 0; r < n; ++r)
+        test::fillRandom(strataFloat32, strataSum, inputs[size_t(r)].data(), count, uint64_t(call) * 64 + uint64_t(r));
     };
+    auto mismatch = [&](const std::vector<float>& got) {
+      std::vector<const void*> all;
+      for (const auto& in : inputs) all.push_back(in.data());
+      std::string first;
+      return test::checkReduced(strataFloat32, strataSum, got.data(), all, 0, count, &first) ? first : std::string();
+    };
+    std::vector<float> in(count), out(count), inPlace(count);
     // 30 calls out of place, then 30 in place: each repeats the one before.
     for (int call = 0; call < 60 && !problems; ++call) {
       const bool inPlaceCall = call >= 30;
-      for (size_t i = 0; i < count; ++i) in[i] = inPlace[i] = valueOf(call, rank, i);
+      fillInputs(call);
+      in = inPlace = inputs[size_t(rank)];
       RANK_EXPECT(strataAllReduce(inPlaceCall ? inPlace.data() : in.data(), inPlaceCall ? inPlace.data() : out.data(),
                                   count, strataFloat32, strataSum, comm, nullptr) == strataSuccess,
                   "call %d: %s", call, strataGetLastError(comm));
-      const std::vector<float>& got = inPlaceCall ? inPlace : out;
-      for (size_t i = 0; i < count; ++i) {
-        double want = 0;
-        for (int r = 0; r < n; ++r) want += double(valueOf(call, r, i));
-        RANK_EXPECT(std::fabs(double(got[i]) - want) <= 1e-4 * (1 + std::fabs(want)), "call %d [%zu]: %g, want %g",
-                    call, i, double(got[i]), want);
-      }
+      const std::string wrong = mismatch(inPlaceCall ? inPlace : out);
+      RANK_EXPECT(wrong.empty(), "call %d: %s", call, wrong.c_str());
     }
     // The call repeated once more, now inside a group: nothing lands before strataGroupEnd.
-    for (size_t i = 0; i < count; ++i) in[i] = valueOf(99, rank, i);
+    fillInputs(99);
+    in = inputs[size_t(rank)];
     std::fill(out.begin(), out.end(), -1.0f);
     RANK_EXPECT(strataGroupStart() == strataSuccess, "group start");
     RANK_EXPECT(strataAllReduce(in.data(), out.data(), count, strataFloat32, strataSum, comm, nullptr) ==
                     strataSuccess, "grouped: %s", strataGetLastError(comm));
     RANK_EXPECT(out[0] == -1.0f, "a grouped call ran before strataGroupEnd");
     RANK_EXPECT(strataGroupEnd() == strataSuccess, "group end: %s", strataGetLastError(comm));
-    for (size_t i = 0; i < count; ++i) {
-      double want = 0;
-      for (int r = 0; r < n; ++r) want += double(valueOf(99, r, i));
-      RANK_EXPECT(std::fabs(double(out[i]) - want) <= 1e-4 * (1 + std::fabs(want)), "grouped [%zu]: %g, want %g", i,
-                  double(out[i]), want);
-    }
+    const std::string wrong = mismatch(out);
+    RANK_EXPECT(wrong.empty(), "grouped: %s", wrong.c_str());
     return problems;
   });
   EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
