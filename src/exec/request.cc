@@ -199,14 +199,14 @@ void observedTinyRun(Comm& c, TinyPlan& tiny, const Plan& plan, const Buffers& b
   Observer& obs = c.observer();
   ExecProbe probe;
   probe.longWaits = &obs;
-  const uint64_t id = obs.beginRepeated(plan, tiny.observed, calledTick, timeWeight);
+  obs.beginRepeated(plan, tiny.observed, calledTick, timeWeight);
   try {
     runTinyPlan(c, tiny, plan, bufs, &probe);
   } catch (const std::exception& e) {
-    obs.end(id, plan, probe, e.what());
+    obs.endRepeated(plan, probe, e.what());
     throw;
   }
-  obs.endRepeated(id, plan, probe);
+  obs.endRepeated(plan, probe, nullptr);
 }
 
 // observedRun of the general executor.

@@ -27,12 +27,43 @@ void CommStats::addToColl(CollTotals& c, bool failed, uint64_t bytes, uint64_t t
   c.lock.endWrite();
 }
 
-void CommStats::addRepeated(const RepeatFacts& facts, uint32_t timeWeight, uint64_t startTick, uint64_t endTick,
-                            int64_t waitUs) {
-  CollTotals& c = coll_[facts.coll];
-  const uint64_t ticks = weightedTicks(c, timeWeight, startTick, endTick);
-  addToColl(c, false, facts.bytes, ticks, waitUs);
-  if (facts.transport < strataNumTransports) addToTransport(facts.transport, facts.sent, facts.received, ticks);
+void CommStats::addRepeatedInFull(const RepeatFacts& facts, uint32_t timeWeight, uint64_t startTick,
+                                  uint64_t endTick, int64_t waitUs) {
+  if (facts.key != run_.key) foldRun(facts);
+  const uint64_t ticks = weightedTicks(coll_[facts.coll], timeWeight, startTick, endTick);
+  run_.lock.beginWrite();
+  run_.calls.add(1);
+  run_.ticks.add(ticks);
+  if (waitUs) run_.waitUs.add(uint64_t(waitUs));
+  run_.lock.endWrite();
+}
+
+void CommStats::foldRun(const RepeatFacts& facts) {
+  constexpr auto relaxed = std::memory_order_relaxed;
+  RepeatRun& x = run_;
+  x.lock.beginWrite();
+  if (const uint64_t calls = x.calls.get()) {
+    CollTotals& c = coll_[x.coll.load(relaxed)];
+    c.lock.beginWrite();
+    c.calls.add(calls);
+    c.bytes.add(calls * x.bytes.load(relaxed));
+    c.ticks.add(x.ticks.get());
+    c.waitUs.add(x.waitUs.get());
+    c.lock.endWrite();
+    const unsigned t = x.transport.load(relaxed);
+    if (t < strataNumTransports)
+      addToTransport(t, calls * x.sent.load(relaxed), calls * x.received.load(relaxed), x.ticks.get());
+  }
+  x.key = facts.key;
+  x.coll.store(unsigned(facts.coll), relaxed);
+  x.transport.store(facts.transport, relaxed);
+  x.bytes.store(facts.bytes, relaxed);
+  x.sent.store(facts.sent, relaxed);
+  x.received.store(facts.received, relaxed);
+  x.calls.set(0);
+  x.ticks.set(0);
+  x.waitUs.set(0);
+  x.lock.endWrite();
 }
 
 void CommStats::add(const OpFacts& r, const Plan* plan, const std::atomic<uint8_t>* transportOf,
@@ -91,6 +122,33 @@ void CommStats::addToTransport(unsigned t, uint64_t sent, uint64_t received, uin
 strataStats_t CommStats::totals() const {
   strataStats_t t{};
   const double secondsPerTick = 1e-6 / opclock::ticksPerUs();
+  constexpr auto relaxed = std::memory_order_relaxed;
+  // Under the run's lock: a run folded into the totals meanwhile is counted once.
+  run_.lock.read([&] {
+    t = foldedTotals(secondsPerTick);
+    const RepeatRun& x = run_;
+    const uint64_t calls = x.calls.get();
+    if (!calls) return;
+    const auto coll = strataStatColl_t(x.coll.load(relaxed));
+    strataCollStats_t& c = t.coll[coll];
+    const uint64_t bytes = calls * x.bytes.load(relaxed);
+    const double seconds = double(x.ticks.get()) * secondsPerTick;
+    c.calls += calls;
+    c.bytes += bytes;
+    c.seconds += seconds;
+    c.waitSeconds += double(x.waitUs.get()) * 1e-6;
+    c.busBytes += double(bytes) * busFactor(coll, nranks_);
+    const unsigned tr = x.transport.load(relaxed);
+    if (tr >= strataNumTransports) return;
+    t.transport[tr].bytesSent += calls * x.sent.load(relaxed);
+    t.transport[tr].bytesReceived += calls * x.received.load(relaxed);
+    t.transport[tr].seconds += seconds;
+  });
+  return t;
+}
+
+strataStats_t CommStats::foldedTotals(double secondsPerTick) const {
+  strataStats_t t{};
   for (int i = 0; i < strataNumStatColls; ++i) {
     const CollTotals& c = coll_[i];
     c.lock.read([&] {

@@ -25,8 +25,14 @@ class CommStats {
   void add(const OpFacts& r, const Plan* plan, const std::atomic<uint8_t>* transportOf, size_t nranks);
   // Writer only: a repeated tiny call, done (Observer::endRepeated): what
   // add() derives from the record and the plan, `facts` worked out once.
+  // It is counted in the open run of repeats (RepeatRun) when it is one
+  // more call of the run's plan; an untimed call without waits then costs
+  // one counter. A call of another plan folds the run into the totals first.
   void addRepeated(const RepeatFacts& facts, uint32_t timeWeight, uint64_t startTick, uint64_t endTick,
-                   int64_t waitUs);
+                   int64_t waitUs) {
+    if (facts.key == run_.key && !timeWeight && !waitUs) run_.calls.add(1);
+    else addRepeatedInFull(facts, timeWeight, startTick, endTick, waitUs);
+  }
   // Any thread.
   void linkOpened(unsigned transport);
   // The totals, with the times (kept in opclock ticks) in seconds.
@@ -56,9 +62,29 @@ class CommStats {
   static void addToColl(CollTotals& c, bool failed, uint64_t bytes, uint64_t ticks, int64_t waitUs);
   // Writer only: one operation's bytes and time into transport t's totals.
   void addToTransport(unsigned t, uint64_t sent, uint64_t received, uint64_t ticks);
+  // addRepeated's other case: a timed call, one that waited, or a new run.
+  void addRepeatedInFull(const RepeatFacts& facts, uint32_t timeWeight, uint64_t startTick, uint64_t endTick,
+                         int64_t waitUs);
+  // The open run of repeats of one compiled tiny plan: its calls, and their
+  // time and waits, not yet in the totals. A reader adds them in
+  // (totals() reads everything under the run's lock, so that a run folded
+  // meanwhile is counted once). An untimed call adds to `calls` alone,
+  // outside the lock: a call without time is whole on its own.
+  struct alignas(64) RepeatRun {
+    SeqLock lock;
+    uint64_t key = 0;  // writer only: RepeatFacts::key (0: no run)
+    std::atomic<unsigned> coll{0}, transport{strataNumTransports};
+    std::atomic<uint64_t> bytes{0}, sent{0}, received{0};  // of one call
+    SingleWriterCounter<uint64_t> calls, ticks, waitUs;
+  };
+  // The totals without the open run.
+  strataStats_t foldedTotals(double secondsPerTick) const;
+  // Writer only: the run's calls into the totals; a new run for `facts`.
+  void foldRun(const RepeatFacts& facts);
   const int nranks_;
   CollTotals coll_[strataNumStatColls];
   TransportTotals transport_[strataNumTransports];
+  RepeatRun run_;
 };
 
 }  // namespace strata

@@ -26,6 +26,8 @@ void FlightRecorder::Slot::store(uint64_t opId, const OpDesc& desc, bool isP2p, 
   root.store(desc.root, relaxed);
   count.store(desc.count, relaxed);
   seq.store(desc.seq, relaxed);
+  repeats.store(1, relaxed);
+  firstSeq.store(desc.seq, relaxed);
   fusedTensors.store(desc.fusedTensors, relaxed);
   layout.store(desc.layout, relaxed);
   p2p.store(isP2p, relaxed);
@@ -43,10 +45,11 @@ void FlightRecorder::publishStart(const OpFacts& f) {
   nextSlot().store(f.id, f.desc, f.p2p, f.algorithm, f.bytes, f.startTick, f.state, f.endTick, f.waitUs);
 }
 
-void FlightRecorder::publishDone(uint64_t id, const OpDesc& desc, const char* algorithm, uint64_t bytes,
-                                 uint64_t startTick, uint64_t endTick, int64_t waitUs) {
+void FlightRecorder::openRun(uint64_t key, const OpDesc& desc, const char* algorithm, uint64_t bytes,
+                             uint64_t startTick, uint64_t endTick, int64_t waitUs) {
   if (!capacity_) return;
-  nextSlot().store(id, desc, false, algorithm, bytes, startTick, OpState::kDone, endTick, waitUs);
+  nextSlot().store(nextId(), desc, false, algorithm, bytes, startTick, OpState::kDone, endTick, waitUs);
+  runKey_ = key;
 }
 
 void FlightRecorder::publishEnd(const OpFacts& f) {
@@ -71,6 +74,8 @@ OpFacts FlightRecorder::Slot::load() const {
   f.desc.root = root.load(relaxed);
   f.desc.count = count.load(relaxed);
   f.desc.seq = seq.load(relaxed);
+  f.repeats = repeats.load(relaxed);
+  f.firstSeq = firstSeq.load(relaxed);
   f.desc.fusedTensors = fusedTensors.load(relaxed);
   f.desc.layout = layout.load(relaxed);
   f.p2p = p2p.load(relaxed);
@@ -132,7 +137,7 @@ std::string FlightRecorder::format(const std::string& header, const std::vector<
                                    int64_t nowSteadyUs) {
   std::string s = header + "\n";
   for (const std::string& line : context) s += "  " + line + "\n";
-  s += strata::format("  %-28s %-22s %14s %-20s %-8s %-15s %12s %12s  %s\n", "operation", "shape",
+  s += strata::format("  %-34s %-22s %14s %-20s %-8s %-15s %12s %12s  %s\n", "operation", "shape",
                       "bytes", "algorithm", "state", "started", "duration_us", "wait_us",
                       "note");
   for (const OpRecord& r : ops) {
@@ -142,7 +147,7 @@ std::string FlightRecorder::format(const std::string& header, const std::vector<
     int64_t end = r.state == OpState::kRunning ? nowSteadyUs : r.endUs;
     // A tiny call between timed ones read no clock (OpFacts::timeWeight).
     const bool timed = r.startTick != 0;
-    s += strata::format("  %-28s %-22s %14llu %-20s %-8s %-15s %12s %12lld  %s\n", r.name().c_str(),
+    s += strata::format("  %-34s %-22s %14llu %-20s %-8s %-15s %12s %12lld  %s\n", r.name().c_str(),
                         shape.c_str(), (unsigned long long)r.bytes, r.algorithm, opStateName(r.state),
                         timed ? wallClock(r.startUs + steadyToWallUs).c_str() : "(not timed)",
                         timed ? std::to_string(end - r.startUs).c_str() : "-", (long long)r.waitUs,

@@ -99,7 +99,6 @@ uint64_t Observer::begin(const Plan& plan, bool p2p, uint64_t startTick, bool pu
 }
 
 void Observer::end(uint64_t id, const Plan& plan, const ExecProbe& probe, const char* error) {
-  if (repeated_.plan) fillRunningFromRepeated();
   OpFacts& r = running_;
   const uint64_t end = r.startTick ? opclock::now() : 0;
   if (r.id != id) return;
@@ -119,9 +118,10 @@ void Observer::end(uint64_t id, const Plan& plan, const ExecProbe& probe, const 
   trace(traced, plan, probe);
 }
 
-bool Observer::repeatFacts(const Plan& plan, RepeatFacts& facts) const {
+bool Observer::repeatFacts(const Plan& plan, RepeatFacts& facts) {
   if (plan.ops.size() != 1) return false;
   facts = RepeatFacts{};
+  facts.key = ++repeatKeys_;
   facts.coll = statCollOf(plan.ops[0].coll);
   facts.bytes = dataBytes(plan.ops[0], who_.nranks);
   for (size_t i = 0; i < plan.peers.size(); ++i) {
@@ -137,18 +137,11 @@ bool Observer::repeatFacts(const Plan& plan, RepeatFacts& facts) const {
   return true;
 }
 
-uint64_t Observer::beginRepeated(const Plan& plan, const RepeatFacts& facts, uint64_t startTick,
-                                 uint32_t timeWeight) {
-  const uint64_t id = recorder_.nextId();
-  repeated_ = Repeated{&plan, &facts, id, !timeWeight ? 0 : startTick ? startTick : opclock::now(), timeWeight};
-  current_.store(id, std::memory_order_relaxed);
-  return id;
-}
-
 void Observer::fillRunningFromRepeated() {
   const Repeated& x = repeated_;
   OpFacts& r = running_;
-  r.id = x.id;
+  r.id = recorder_.nextId();
+  current_.store(r.id, std::memory_order_relaxed);
   r.timeWeight = x.timeWeight;
   r.startTick = x.startTick;
   copyDescriptor(r.desc, x.plan->ops[0]);
@@ -162,25 +155,24 @@ void Observer::fillRunningFromRepeated() {
   repeated_.plan = nullptr;
 }
 
-void Observer::endRepeated(uint64_t id, const Plan& plan, const ExecProbe& probe) {
-  if (!repeated_.plan) {  // a long wait filled running_ (longWait): the record ends as any other
-    end(id, plan, probe, nullptr);
+void Observer::endRepeated(const Plan& plan, const ExecProbe& probe, const char* error) {
+  if (error || !repeated_.plan) {  // failed, or a long wait made it a record of its own (longWait)
+    if (repeated_.plan) fillRunningFromRepeated();
+    end(running_.id, plan, probe, error);
     return;
   }
   const Repeated& x = repeated_;
-  if (x.id != id) return;
   const uint64_t endTick = x.startTick ? opclock::now() : 0;
-  current_.store(0, std::memory_order_relaxed);
-  recorder_.publishDone(id, x.plan->ops[0], x.plan->algorithmName, x.facts->bytes, x.startTick, endTick,
-                        probe.waitUs);
+  recorder_.publishRepeat(x.facts->key, x.plan->ops[0], x.plan->algorithmName, x.facts->bytes, x.startTick,
+                          endTick, probe.waitUs);
   stats_.addRepeated(*x.facts, x.timeWeight, x.startTick, endTick, probe.waitUs);
   repeated_.plan = nullptr;
 }
 
 void Observer::longWait(const std::string& whatItWaitsFor, int64_t waitedUs) {
-  uint64_t id = current_.load(std::memory_order_relaxed);
-  if (!id) return;
   if (repeated_.plan) fillRunningFromRepeated();
+  const uint64_t id = current_.load(std::memory_order_relaxed);
+  if (!id) return;
   if (!running_.startTick) {  // not timed: it started about when its wait did
     running_.startTick = opclock::now() - uint64_t(double(waitedUs) * opclock::ticksPerUs());
     running_.timeWeight = 1;

@@ -18,6 +18,7 @@
 #include "exec/exec_probe.h"
 #include "obs/comm_stats.h"
 #include "obs/flight_recorder.h"
+#include "obs/op_clock.h"
 
 namespace strata {
 
@@ -52,11 +53,16 @@ class Observer : public LongWaitSink {
   // those derive from the plan at every call taken from `facts`
   // (repeatFacts, worked out once when the plan is compiled; false where the
   // peers use several transports). Nothing is written at the start: a long
-  // wait (longWait) or end() with an error fills the record as begin()
-  // would, and then ends it as any other.
-  bool repeatFacts(const Plan& plan, RepeatFacts& facts) const;
-  uint64_t beginRepeated(const Plan& plan, const RepeatFacts& facts, uint64_t startTick, uint32_t timeWeight);
-  void endRepeated(uint64_t id, const Plan& plan, const ExecProbe& probe);
+  // wait (longWait) or an error fills the record as begin() would, and then
+  // ends it as any other. At the end, a call that repeats the one before it
+  // joins its record and its statistics (a run of repeats:
+  // FlightRecorder::publishRepeat, CommStats::addRepeated).
+  bool repeatFacts(const Plan& plan, RepeatFacts& facts);
+  void beginRepeated(const Plan& plan, const RepeatFacts& facts, uint64_t startTick, uint32_t timeWeight) {
+    repeated_ = Repeated{&plan, &facts, !timeWeight ? 0 : startTick ? startTick : opclock::now(), timeWeight};
+  }
+  // `error`: what made the call fail (null: it did not).
+  void endRepeated(const Plan& plan, const ExecProbe& probe, const char* error);
   void longWait(const std::string& whatItWaitsFor, int64_t waitedUs) override;
 
   // Any thread.
@@ -71,7 +77,8 @@ class Observer : public LongWaitSink {
 
  private:
   void trace(const OpRecord& r, const Plan& plan, const ExecProbe& probe);
-  // running_ from the repeated call begun (beginRepeated), as begin() fills it.
+  // running_ from the repeated call begun (beginRepeated), as begin() fills
+  // it: the call becomes a record of its own.
   void fillRunningFromRepeated();
   ObserverIdentity who_;
   const Config& config_;
@@ -88,9 +95,10 @@ class Observer : public LongWaitSink {
   struct Repeated {
     const Plan* plan = nullptr;
     const RepeatFacts* facts = nullptr;
-    uint64_t id = 0, startTick = 0;
+    uint64_t startTick = 0;
     uint32_t timeWeight = 0;
   } repeated_;
+  uint64_t repeatKeys_ = 0;  // RepeatFacts::key of the plan compiled last
   TraceSink* trace_ = nullptr;
   int traceTid_ = 0;
 };

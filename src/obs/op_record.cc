@@ -18,6 +18,9 @@ const char* opStateName(OpState s) {
 
 std::string OpRecord::name() const {
   if (p2p) return format("send/recv (%llu ops)", (unsigned long long)desc.count);
+  if (repeats > 1)
+    return format("%s #%llu-#%llu (%llu calls)", collName(desc.coll), (unsigned long long)firstSeq,
+                  (unsigned long long)desc.seq, (unsigned long long)repeats);
   return format("%s #%llu", collName(desc.coll), (unsigned long long)desc.seq);
 }
 

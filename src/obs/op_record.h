@@ -30,6 +30,10 @@ struct OpFacts {
   // for the tiny calls between (no clock read: startTick and endTick 0).
   uint32_t timeWeight = 1;
   int64_t waitUs = 0;
+  // Calls the record stands for: 1, or a run of repeats of one tiny call
+  // (FlightRecorder::publishRepeat), seq firstSeq to desc.seq, whose times
+  // are those of its timed calls: the first one's start, the last one's end.
+  uint64_t repeats = 1, firstSeq = 0;
 };
 
 // What the record and the statistics of a repeated tiny call (exec/tiny_run.h)
@@ -38,6 +42,7 @@ struct OpFacts {
 // size, and the bytes sent and received over the one transport all the
 // plan's peers are reached by.
 struct RepeatFacts {
+  uint64_t key = 0;  // which compiled plan (Observer::repeatFacts numbers them; never 0)
   strataStatColl_t coll = strataStatAllReduce;
   uint64_t bytes = 0;
   unsigned transport = strataNumTransports;  // strataNumTransports: no peer (nothing to count)
@@ -49,7 +54,7 @@ struct RepeatFacts {
 struct OpRecord : OpFacts {
   int64_t startUs = 0, endUs = 0;  // steady clock (nowUs), filled from the ticks when read
   std::string note;
-  std::string name() const;  // "all_reduce #7", "send/recv (3 ops)"
+  std::string name() const;  // "all_reduce #7", "all_reduce #8-#107 (100 calls)", "send/recv (3 ops)"
   void fillMicroseconds(double ticksPerUs);  // startUs / endUs from the ticks
 };
 

@@ -53,6 +53,7 @@ class SingleWriterCounter {
  public:
   void add(T v) { value_.store(value_.load(std::memory_order_relaxed) + v, std::memory_order_relaxed); }
   T get() const { return value_.load(std::memory_order_relaxed); }
+  void set(T v) { value_.store(v, std::memory_order_relaxed); }  // writer only
 
  private:
   std::atomic<T> value_{0};

@@ -182,6 +182,72 @@ TEST(FlightRecorder, StatisticsReadWhileWrittenAreNeverHalfAnOperation) {
   EXPECT_GE(reads.load(), kMinReads);
 }
 
+// Runs of repeated tiny calls (CommStats::addRepeated) read while written:
+// the open run counts once, never also after it was folded into the totals
+// by a call of another plan. The writer alternates runs of an all-reduce
+// plan (8 bytes, sends 8 over shm) and a broadcast plan (12 bytes, sends 4),
+// one call in 16 timed; every read must add up and never count fewer calls
+// than the read before it.
+TEST(FlightRecorder, RunsOfRepeatsReadWhileWrittenAreNeverCountedTwice) {
+  CommStats stats(2);
+  stats.linkOpened(strataTransportShm);
+  RepeatFacts ar, bc;
+  ar.key = 1;
+  ar.coll = strataStatAllReduce;
+  ar.bytes = 8;
+  ar.transport = strataTransportShm;
+  ar.sent = ar.received = 8;
+  bc.key = 2;
+  bc.coll = strataStatBroadcast;
+  bc.bytes = 12;
+  bc.transport = strataTransportShm;
+  bc.sent = 4;
+  bc.received = 0;
+  constexpr uint64_t kMinCalls = 200000, kMinReads = 2000;
+  std::atomic<uint64_t> reads{0}, written{0};
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    uint64_t calls = 0;
+    for (uint64_t run = 0; !stop.load(std::memory_order_relaxed) &&
+                           (calls < kMinCalls || reads.load(std::memory_order_relaxed) < kMinReads);
+         ++run) {
+      const RepeatFacts& f = run % 2 ? bc : ar;
+      for (uint64_t i = 0; i < 1 + run % 37; ++i, ++calls) {
+        const bool timed = i % 16 == 0;
+        stats.addRepeated(f, timed ? 1 : 0, timed ? 1000 : 0, timed ? 1010 : 0, 0);
+      }
+    }
+    written.store(calls);
+    stop.store(true);
+  });
+  auto whole = [&](const strataStats_t& t) {
+    const strataCollStats_t& a = t.coll[strataStatAllReduce];
+    const strataCollStats_t& b = t.coll[strataStatBroadcast];
+    const strataTransportStats_t& shm = t.transport[strataTransportShm];
+    return a.bytes == a.calls * 8 && b.bytes == b.calls * 12 && shm.bytesSent == a.calls * 8 + b.calls * 4 &&
+           shm.bytesReceived == a.calls * 8 && shm.links == 1;
+  };
+  bool ok = true;
+  uint64_t lastCalls = 0;
+  while (ok && !stop.load()) {
+    const strataStats_t t = stats.totals();
+    const uint64_t calls = t.coll[strataStatAllReduce].calls + t.coll[strataStatBroadcast].calls;
+    EXPECT_TRUE(ok = whole(t)) << "all-reduce calls " << t.coll[strataStatAllReduce].calls << ", broadcast calls "
+                               << t.coll[strataStatBroadcast].calls << ", shm sent "
+                               << t.transport[strataTransportShm].bytesSent;
+    EXPECT_TRUE(ok = ok && calls >= lastCalls) << calls << " calls after " << lastCalls;
+    lastCalls = calls;
+    if (calls) reads.fetch_add(1, std::memory_order_relaxed);
+  }
+  stop.store(true);
+  writer.join();
+  ASSERT_TRUE(ok);
+  const strataStats_t t = stats.totals();
+  EXPECT_TRUE(whole(t));
+  EXPECT_EQ(t.coll[strataStatAllReduce].calls + t.coll[strataStatBroadcast].calls, written.load());
+  EXPECT_GE(reads.load(), kMinReads);
+}
+
 TEST(FlightRecorder, AReaderGivesUpOnAWriterStoppedMidWrite) {
   SeqLock lock;
   int copies = 0;

@@ -117,6 +117,153 @@ TEST(TinyTiming, ADumpShowsUntimedCallsAsNotTimed) {
   EXPECT_EQ(text.find("(not timed)"), text.find("(not timed)", second)) << text;  // only the second
 }
 
+// A run of repeats of one tiny call is one record (FlightRecorder::
+// publishRepeat): seq first to last, its count of calls, the first timed
+// call's start and the last one's end, its waits summed. Any other record
+// ends the run; a repeat after it, or a call of another plan, opens a new
+// one; and a long run does not push older records out.
+TEST(TinyRuns, RepeatsOfOneCallAreOneRecordUntilAnotherRecord) {
+  FlightRecorder rec(8);
+  OpFacts f;
+  f.desc.coll = Coll::kBroadcast;
+  f.desc.count = 2;
+  f.algorithm = "tree";
+  f.state = OpState::kDone;
+  f.bytes = 8;
+  f.id = rec.nextId();
+  f.desc.seq = 1;
+  rec.publishStart(f);
+  OpDesc d = f.desc;
+  for (uint64_t seq = 2; seq <= 101; ++seq) {  // timed: 5, 21, ..., 101
+    d.seq = seq;
+    const bool timed = seq % 16 == 5;
+    rec.publishRepeat(7, d, "tree", 8, timed ? seq * 100 : 0, timed ? seq * 100 + 9 : 0, seq == 50 ? 3 : 0);
+  }
+  f.id = rec.nextId();
+  f.desc.seq = 102;
+  rec.publishStart(f);
+  for (uint64_t seq = 103; seq <= 104; ++seq) {
+    d.seq = seq;
+    rec.publishRepeat(7, d, "tree", 8, 0, 0, 0);
+  }
+  OpDesc other = d;
+  other.coll = Coll::kAllReduce;
+  for (uint64_t seq = 105; seq <= 1104; ++seq) {
+    other.seq = seq;
+    rec.publishRepeat(8, other, "ring", 16, 0, 0, 0);
+  }
+  const std::vector<OpRecord> ops = rec.snapshot();
+  ASSERT_EQ(ops.size(), 5u);
+  for (size_t i = 0; i < ops.size(); ++i) EXPECT_EQ(ops[i].id, i + 1);
+  EXPECT_EQ(ops[0].repeats, 1u);
+  EXPECT_EQ(ops[0].desc.seq, 1u);
+  const OpRecord& run = ops[1];
+  EXPECT_EQ(run.repeats, 100u);
+  EXPECT_EQ(run.firstSeq, 2u);
+  EXPECT_EQ(run.desc.seq, 101u);
+  EXPECT_EQ(run.startTick, 500u);
+  EXPECT_EQ(run.endTick, 10109u);
+  EXPECT_EQ(run.waitUs, 3);
+  EXPECT_EQ(run.state, OpState::kDone);
+  EXPECT_EQ(run.bytes, 8u);
+  EXPECT_EQ(ops[2].repeats, 1u);
+  EXPECT_EQ(ops[2].desc.seq, 102u);
+  EXPECT_EQ(ops[3].repeats, 2u);
+  EXPECT_EQ(ops[3].firstSeq, 103u);
+  EXPECT_EQ(ops[3].desc.seq, 104u);
+  EXPECT_EQ(ops[3].startTick, 0u);
+  EXPECT_EQ(ops[4].repeats, 1000u);
+  EXPECT_EQ(ops[4].desc.coll, Coll::kAllReduce);
+  EXPECT_STREQ(ops[4].algorithm, "ring");
+  const std::string text = FlightRecorder::format("dump", {}, ops, 0, nowUs());
+  EXPECT_NE(text.find("Broadcast #2-#101 (100 calls)"), std::string::npos) << text;
+  const size_t pair = text.find("Broadcast #103-#104 (2 calls)");
+  ASSERT_NE(pair, std::string::npos) << text;
+  EXPECT_NE(text.find("(not timed)", pair), std::string::npos) << text;
+  EXPECT_NE(text.find("AllReduce #105-#1104 (1000 calls)"), std::string::npos) << text;
+}
+
+// Statistics of runs of repeats (CommStats::addRepeated) equal those of the
+// same calls counted one by one by the general path (CommStats::add, from
+// the record and the plan), read while a run is open and after calls of
+// other plans folded runs into the totals.
+TEST(TinyRuns, StatisticsOfRunsEqualThoseOfEachCall) {
+  CommStats runs(3), each(3);
+  runs.linkOpened(strataTransportShm);
+  each.linkOpened(strataTransportShm);
+  std::atomic<uint8_t> transportOf[3];
+  for (auto& t : transportOf) t = strataTransportShm;
+  struct Call {
+    RepeatFacts facts;
+    Plan plan;
+    Coll coll;
+  };
+  auto call = [](uint64_t key, Coll coll, strataStatColl_t stat, uint64_t bytes, uint64_t sent, uint64_t received) {
+    Call c;
+    c.facts.key = key;
+    c.facts.coll = stat;
+    c.facts.bytes = bytes;
+    c.facts.transport = strataTransportShm;
+    c.facts.sent = sent + 5;
+    c.facts.received = received + 2;
+    c.plan.peers = {1, 2};
+    c.plan.bytesTo = {sent, 5};
+    c.plan.bytesFrom = {received, 2};
+    c.coll = coll;
+    return c;
+  };
+  const Call allReduce = call(1, Coll::kAllReduce, strataStatAllReduce, 12, 8, 8);
+  const Call reduce = call(2, Coll::kReduce, strataStatReduce, 20, 20, 0);
+  uint64_t seq = 0;
+  // Times are compared to a millionth: each read converts ticks with the
+  // clock's rate as calibrated by then (opclock::ticksPerUs).
+  auto near = [](double x) { return 1e-6 * x; };
+  auto expectEqual = [&](const char* when) {
+    const strataStats_t a = runs.totals(), b = each.totals();
+    for (int i = 0; i < strataNumStatColls; ++i) {
+      EXPECT_EQ(a.coll[i].calls, b.coll[i].calls) << when << ", entry " << i;
+      EXPECT_EQ(a.coll[i].bytes, b.coll[i].bytes) << when << ", entry " << i;
+      EXPECT_NEAR(a.coll[i].seconds, b.coll[i].seconds, near(b.coll[i].seconds)) << when << ", entry " << i;
+      EXPECT_DOUBLE_EQ(a.coll[i].waitSeconds, b.coll[i].waitSeconds) << when << ", entry " << i;
+      EXPECT_DOUBLE_EQ(a.coll[i].busBytes, b.coll[i].busBytes) << when << ", entry " << i;
+    }
+    const strataTransportStats_t &x = a.transport[strataTransportShm], &y = b.transport[strataTransportShm];
+    EXPECT_EQ(x.bytesSent, y.bytesSent) << when;
+    EXPECT_EQ(x.bytesReceived, y.bytesReceived) << when;
+    EXPECT_NEAR(x.seconds, y.seconds, near(y.seconds)) << when;
+  };
+  // `n` repeats of `c`, the first timed and then one in kTinyTimedEvery
+  // (standing for the calls since the last timed one), the third waiting.
+  auto repeat = [&](const Call& c, int n) {
+    for (int i = 0; i < n; ++i) {
+      const uint32_t weight = i == 0 ? 1 : i % int(kTinyTimedEvery) == 0 ? kTinyTimedEvery : 0;
+      const uint64_t start = weight ? 1000 + 37 * uint64_t(i) : 0, end = weight ? start + 50 + uint64_t(i) : 0;
+      const int64_t waitUs = i == 2 ? 7 : 0;
+      runs.addRepeated(c.facts, weight, start, end, waitUs);
+      OpFacts f;
+      f.desc.coll = c.coll;
+      f.desc.seq = ++seq;
+      f.bytes = c.facts.bytes;
+      f.state = OpState::kDone;
+      f.timeWeight = weight;
+      f.startTick = start;
+      f.endTick = end;
+      f.waitUs = waitUs;
+      each.add(f, &c.plan, transportOf, 3);
+    }
+  };
+  repeat(allReduce, 40);
+  expectEqual("an open run of 40");
+  repeat(reduce, 3);
+  expectEqual("a run of 3 of another plan");
+  repeat(allReduce, 17);
+  repeat(reduce, 1);
+  repeat(allReduce, 35);
+  expectEqual("five runs");
+  EXPECT_EQ(runs.totals().coll[strataStatAllReduce].calls, 92u);
+  EXPECT_EQ(runs.totals().coll[strataStatReduce].calls, 4u);
+}
+
 // Plans the tiny path refuses: links other than shm (here in-memory ones),
 // flows larger than a tiny packet, fused operations.
 TEST(TinyPlans, OnlyOnePacketFlowsOverShmAreCompiled) {
