@@ -92,14 +92,21 @@ TEST(TinyTiming, StatisticsScaleTheTimedCallsAndCountEveryCall) {
   EXPECT_NEAR(stats.totals().coll[strataStatAllReduce].seconds, (3 + 2 * 16 + 400 + 2 * 15 + 2 * 16) * 1e-6, 1e-6);
 }
 
-// An untimed record says so in a dump, where a timed one has its times.
-TEST(TinyTiming, ADumpShowsUntimedCallsAsNotTimed) {
-  FlightRecorder rec(4);
+// The facts of a finished tree broadcast of two elements, as the records
+// below publish them.
+OpFacts doneBroadcastOfTwo() {
   OpFacts f;
   f.desc.coll = Coll::kBroadcast;
   f.desc.count = 2;
   f.algorithm = "tree";
   f.state = OpState::kDone;
+  return f;
+}
+
+// An untimed record says so in a dump, where a timed one has its times.
+TEST(TinyTiming, ADumpShowsUntimedCallsAsNotTimed) {
+  FlightRecorder rec(4);
+  OpFacts f = doneBroadcastOfTwo();
   f.id = rec.nextId();
   f.desc.seq = 1;
   f.startTick = opclock::now();
@@ -126,11 +133,7 @@ TEST(TinyTiming, ADumpShowsUntimedCallsAsNotTimed) {
 // one; and a long run does not push older records out.
 TEST(TinyRuns, RepeatsOfOneCallAreOneRecordUntilAnotherRecord) {
   FlightRecorder rec(8);
-  OpFacts f;
-  f.desc.coll = Coll::kBroadcast;
-  f.desc.count = 2;
-  f.algorithm = "tree";
-  f.state = OpState::kDone;
+  OpFacts f = doneBroadcastOfTwo();
   f.bytes = 8;
   f.id = rec.nextId();
   f.desc.seq = 1;
