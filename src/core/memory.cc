@@ -93,10 +93,13 @@ uint64_t coarseNowNs() {
 // loaded another library since the last look, so that a process that loads
 // CUDA after its first host collective still has its device pointers
 // recognised, and one that never does pays no lookup per call.
+// Set once CUDA's queries were found (cudaQueries), never cleared.
+std::atomic<bool> cudaFound{false};
+
 const CudaQueries& cudaQueries() {
   static const CudaQueries none;
   static CudaQueries found;  // written once, before `present` is set
-  static std::atomic<bool> present{false};
+  std::atomic<bool>& present = cudaFound;
   static std::atomic<unsigned long long> loadedAtLastLook{~0ull};
   static std::atomic<uint64_t> nextLookNs{0};
   static std::mutex mu;
@@ -124,6 +127,14 @@ bool deviceMemoryPossible() {
 #else
   const CudaQueries& cuda = cudaQueries();
   return cuda.driver || cuda.runtime;
+#endif
+}
+
+bool deviceMemoryFound() {
+#ifdef STRATA_CUDA_EMULATED
+  return true;
+#else
+  return cudaFound.load(std::memory_order_relaxed);
 #endif
 }
 

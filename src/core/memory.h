@@ -20,5 +20,10 @@ MemoryKind memoryKindOf(const void* ptr);
 // (1-4 ms), which it reads instead of a precise one (a memory load: repeated
 // calls take no precise clock reading, exec/tiny_run.h).
 bool deviceMemoryPossible();
+// deviceMemoryPossible without a look of its own: true once a look by any
+// call found CUDA. Two loads, no clock: for the repeats of a call whose
+// buffers a full check found in host memory (runRepeatedCall), which look
+// again only when they are timed.
+bool deviceMemoryFound();
 
 }  // namespace strata
