@@ -70,7 +70,12 @@ class TinyRun {
         const uint32_t i = uint32_t(__builtin_ctz(left));
         const TinyFlow& f = flows[i];
         if (f.after & pending_) continue;
-        moved |= f.kind == FlowKind::kSend ? send(f, i) : value(f, i);
+        if (f.kind == FlowKind::kSend) {
+          moved |= send(f, i);
+          continue;
+        }
+        const Whole whole = f.receivesWhole && !has(descChecked_, i) ? receiveWhole(f, i) : Whole::kNotSo;
+        moved |= whole == Whole::kDone || (whole == Whole::kNotSo && value(f, i));
       }
       if (moved) {
         if (waiter_) waiter_->progressed();
@@ -123,6 +128,32 @@ class TinyRun {
     }
     finish(i);
     return true;
+  }
+
+  // receiveWhole's outcomes: the flow is done; its link has no descriptor
+  // yet; or its packet is not that case (value() takes the flow).
+  enum class Whole { kDone, kNothingYet, kNotSo };
+
+  // A Recv into its destination and on to no link (TinyFlow::receivesWhole)
+  // whose packet holds the descriptor expected and all of the values: a
+  // tiny sender's, the common case. One peek, the comparison, the copy or
+  // reduction, one consume; none of value()'s bookkeeping for packets cut
+  // in pieces, forwards or descriptors of the other form.
+  Whole receiveWhole(const TinyFlow& f, uint32_t i) {
+    ConstSpan s = f.in->peekRecv();
+    if (s.size < kOpDescBytes) return Whole::kNothingYet;
+    const size_t expected = opDescBytesBefore(f.bytes);
+    if (s.size < expected + f.bytes || !sameDescriptor(s.data, descBefore(f.bytes), expected)) return Whole::kNotSo;
+    links_.noteArrival(f.peer, plan_.ops[0]);
+    uint8_t* dst = at(f.dst);
+    const uint8_t* incoming = s.data + expected;
+    const size_t elems = f.bytes / plan_.elemSize;
+    if (f.reduce) kernels::reduce(dst, at(f.src), incoming, elems, plan_.dtype, plan_.redop);
+    else std::memcpy(dst, incoming, f.bytes);
+    if (f.divides) kernels::divide(dst, dst, elems, plan_.dtype, uint64_t(plan_.nranks));
+    f.in->consumeRecv(expected + f.bytes);
+    finish(i);
+    return Whole::kDone;
   }
 
   // A Recv or Copy: value = incoming [op src] or src, into dst and / or on
@@ -278,6 +309,7 @@ std::shared_ptr<TinyPlan> compileTinyPlan(LinkSet& links, const Plan& plan) {
       t.dst = f.dst;
       t.bytes = f.bytes;
       t.after = predecessors(plan, ph, i);
+      t.receivesWhole = t.kind == FlowKind::kRecv && t.in && !t.out && t.expectsDesc && t.dst.valid() && t.bytes;
       tiny->flows.push_back(t);
     }
   }

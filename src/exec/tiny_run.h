@@ -34,6 +34,9 @@ struct TinyFlow {
   FlowKind kind = FlowKind::kCopy;
   bool reduce = false, divides = false;  // divides: finalize of an average
   bool sendsDesc = false, expectsDesc = false;
+  // A Recv with a descriptor into its destination, forwarding nothing: its
+  // packet from a tiny sender is taken whole (TinyRun::receiveWhole).
+  bool receivesWhole = false;
   int peer = -1;
   Channel* in = nullptr;   // Recv: where its packet comes from
   Channel* out = nullptr;  // Send: where it goes; Recv / Copy: the forward link
