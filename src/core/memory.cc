@@ -89,33 +89,32 @@ uint64_t coarseNowNs() {
   return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
 }
 
+// Set once CUDA's queries were found (cudaQueries), never cleared.
+std::atomic<bool> cudaFound{false};
+
 // The queries, looked up again while CUDA is absent whenever the process has
 // loaded another library since the last look, so that a process that loads
 // CUDA after its first host collective still has its device pointers
 // recognised, and one that never does pays no lookup per call.
-// Set once CUDA's queries were found (cudaQueries), never cleared.
-std::atomic<bool> cudaFound{false};
-
 const CudaQueries& cudaQueries() {
   static const CudaQueries none;
-  static CudaQueries found;  // written once, before `present` is set
-  std::atomic<bool>& present = cudaFound;
+  static CudaQueries found;  // written once, before cudaFound is set
   static std::atomic<unsigned long long> loadedAtLastLook{~0ull};
   static std::atomic<uint64_t> nextLookNs{0};
   static std::mutex mu;
-  if (present.load(std::memory_order_acquire)) return found;
+  if (cudaFound.load(std::memory_order_acquire)) return found;
   const uint64_t now = coarseNowNs();
   if (now < nextLookNs.load(std::memory_order_relaxed)) return none;
   nextLookNs.store(now + kLookAgainNs, std::memory_order_relaxed);
   const unsigned long long loaded = librariesLoaded();
   if (loaded == loadedAtLastLook.load(std::memory_order_relaxed)) return none;
   std::lock_guard<std::mutex> lock(mu);
-  if (present.load(std::memory_order_relaxed)) return found;
+  if (cudaFound.load(std::memory_order_relaxed)) return found;
   loadedAtLastLook.store(loaded, std::memory_order_relaxed);
   CudaQueries q = findCuda();
   if (!q.driver && !q.runtime) return none;
   found = q;
-  present.store(true, std::memory_order_release);
+  cudaFound.store(true, std::memory_order_release);
   return found;
 }
 

@@ -138,7 +138,10 @@ class TinyRun {
   // whose packet holds the descriptor expected and all of the values: a
   // tiny sender's, the common case. One peek, the comparison, the copy or
   // reduction, one consume; none of value()'s bookkeeping for packets cut
-  // in pieces, forwards or descriptors of the other form.
+  // in pieces, forwards or descriptors of the other form. Its copy or
+  // reduction is value()'s without the cases it cannot have (no values
+  // from the source alone, a destination never the packet): sharing
+  // value()'s measured 3-10% slower for 8-128 B broadcasts.
   Whole receiveWhole(const TinyFlow& f, uint32_t i) {
     ConstSpan s = f.in->peekRecv();
     if (s.size < kOpDescBytes) return Whole::kNothingYet;
