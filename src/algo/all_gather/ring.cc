@@ -20,7 +20,10 @@ void buildRingAllGather(const CollArgs& a, Plan& plan) {
     for (int j = 0; j < n - 1; ++j) {
       Flow f = recvFlow(prev, at(Buf::kRecv, block(r - 1 - j) * blockBytes + sb), len);
       if (j < n - 2) f.forwardPeer = next;
-      plan.beginPhase();
+      // Two ranks: the receive forwards nothing and goes the other way on
+      // the one link, so it shares the send's phase, and each rank reads the
+      // peer's slice while its own is read (as the log-step exchange does).
+      if (n > 2) plan.beginPhase();
       plan.add(f);
     }
   }
