@@ -20,12 +20,14 @@ strataResult_t submit(const char* fn, strataComm_t handle, Request r, strataStre
            "strataFusionSynchronize first (or use another communicator)", fn);
     r.comm = comm;
     r.stream = stream;
-    if (!inGroup() && runRepeatedCall(r)) return;
-    validate(fn, r);  // sets calledTick, but for a repeated call
     if (inGroup()) {
-      r.calledTick = 0;  // runs later: its record starts then
+      validateQueued(fn, r);  // runs later: its record starts then
       enqueue(r);
-    } else if (r.onDevice) {
+      return;
+    }
+    if (runRepeatedCall(r)) return;
+    validate(fn, r);  // sets calledTick, but for a repeated call
+    if (r.onDevice) {
       r.calledTick = 0;
       enqueueDeviceRequest(r);
     } else {

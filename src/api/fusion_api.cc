@@ -1,4 +1,5 @@
 // extern "C" entry points of the fusion context (src/fusion/context.h).
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -18,16 +19,34 @@ struct strataFusionRequest {
 
 namespace {
 
-// Live contexts; a handle not in here is rejected (destroyed, garbage).
-std::mutex liveMu;
-std::set<strataFusion*>& live() {
-  static std::set<strataFusion*> s;
-  return s;
+// Live contexts; a handle not in here is rejected (destroyed, garbage). A
+// generation bumped on every destroy lets a thread trust the handle it
+// checked last without the lock and the set (a training step adds a thousand
+// tensors: the lookup was a fifth of an add).
+struct FusionRegistry {
+  std::mutex mu;
+  std::set<strataFusion*> live;
+  std::atomic<uint64_t> generation{1};
+};
+FusionRegistry& registry() {
+  static FusionRegistry* r = new FusionRegistry();  // outlives static destructors
+  return *r;
 }
+struct LastChecked {
+  strataFusion* fusion = nullptr;
+  uint64_t generation = 0;
+};
+thread_local LastChecked tlsLastChecked;
 
 FusionContext& liveContext(strataFusion_t f, const char* fn, Comm*& comm) {
-  std::lock_guard<std::mutex> lock(liveMu);
-  if (!f || !live().count(f)) fail(strataInvalidArgument, "%s: not a live fusion context", fn);
+  LastChecked& last = tlsLastChecked;
+  if (!f || f != last.fusion || registry().generation.load(std::memory_order_acquire) != last.generation) {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    last.fusion = nullptr;
+    if (!f || !registry().live.count(f)) fail(strataInvalidArgument, "%s: not a live fusion context", fn);
+    last.fusion = f;
+    last.generation = registry().generation.load();
+  }
   comm = &f->context->comm();
   return *f->context;
 }
@@ -51,8 +70,8 @@ strataResult_t strataFusionCreate(strataFusion_t* fusion, strataComm_t comm) {
     if (!fusion) fail(strataInvalidArgument, "strataFusionCreate: the fusion pointer is NULL");
     c = liveComm(comm, "strataFusionCreate");
     auto* f = new strataFusion{std::make_unique<FusionContext>(*c)};
-    std::lock_guard<std::mutex> lock(liveMu);
-    live().insert(f);
+    std::lock_guard<std::mutex> lock(registry().mu);
+    registry().live.insert(f);
     *fusion = f;
   });
 }
@@ -73,7 +92,7 @@ strataResult_t strataFusionAllReduce(strataFusion_t fusion, uint64_t key, const 
     r.count = count;
     r.dtype = datatype;
     r.redop = op;
-    validate("strataFusionAllReduce", r);
+    validateQueued("strataFusionAllReduce", r);
     if (r.onDevice)
       fail(strataUnsupported, "strataFusionAllReduce: device buffers are not supported by fusion contexts yet; "
            "all-reduce them with strataAllReduce between strataGroupStart and strataGroupEnd (fused)");
@@ -125,8 +144,9 @@ strataResult_t strataFusionDestroy(strataFusion_t fusion) {
   return guarded("strataFusionDestroy", c, [&] {
     liveContext(fusion, "strataFusionDestroy", c);
     {
-      std::lock_guard<std::mutex> lock(liveMu);
-      live().erase(fusion);
+      std::lock_guard<std::mutex> lock(registry().mu);
+      registry().live.erase(fusion);
+      registry().generation.fetch_add(1);
     }
     delete fusion;  // flushes and waits for pending tensors
   });

@@ -65,6 +65,11 @@ void validate(const char* fn, Request& r) {
   if (!maybeDevice) memo = CallMemo{true, r.coll, r.send, r.recv, r.count, r.dtype, r.redop, r.root, r.inPlace};
 }
 
+void validateQueued(const char* fn, Request& r) {
+  r.calledTick = 0;
+  validateFully(fn, r, deviceMemoryPossible());
+}
+
 namespace {
 
 // observedTinyRun, below.

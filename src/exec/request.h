@@ -40,6 +40,11 @@ struct Request {
 
 // Throws strataInvalidArgument naming the problem; fills inPlace.
 void validate(const char* fn, Request& r);
+// validate() for a request that runs later (a group's, a fusion context's):
+// the same checks, without reading the clock (its record starts when it
+// runs: calledTick 0) or touching the repeated-call memo, which remembers
+// calls run at once (~12 of a fusion add's ~38 ns).
+void validateQueued(const char* fn, Request& r);
 // The repeated-call fast path: a host call equal in every argument to its
 // communicator's last validated one, whose compiled tiny plan ran last time
 // (CallMemo::tinyPlan), runs that plan at once, as runCollective would run

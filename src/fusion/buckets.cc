@@ -37,10 +37,17 @@ bool sameKind(const OpenBucket& b, const Request& r) {
 }  // namespace
 
 std::vector<Bucket> planBuckets(const std::vector<Request>& reqs, size_t threshold, int nranks) {
+  std::vector<const Request*> ptrs;
+  ptrs.reserve(reqs.size());
+  for (const Request& r : reqs) ptrs.push_back(&r);
+  return planBuckets(ptrs, threshold, nranks);
+}
+
+std::vector<Bucket> planBuckets(const std::vector<const Request*>& reqs, size_t threshold, int nranks) {
   std::vector<Bucket> out;
   std::vector<OpenBucket> open;
   for (size_t i = 0; i < reqs.size(); ++i) {
-    const Request& r = reqs[i];
+    const Request& r = *reqs[i];
     if (r.count == 0 && r.coll != Coll::kBarrier) continue;
     size_t bytes = fusedBytes(r, nranks);
     if (!fusible(r.coll) || threshold == 0 || bytes >= threshold) {

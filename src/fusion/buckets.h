@@ -26,6 +26,7 @@ size_t fusedBytes(const Request& r, int nranks);
 // Buckets in the order they run: by the position of their first member.
 // thresholdBytes 0 gives every request a bucket of its own; a request of at
 // least thresholdBytes runs alone; requests of count 0 are left out.
+std::vector<Bucket> planBuckets(const std::vector<const Request*>& reqs, size_t thresholdBytes, int nranks);
 std::vector<Bucket> planBuckets(const std::vector<Request>& reqs, size_t thresholdBytes, int nranks);
 
 }  // namespace strata

@@ -71,6 +71,11 @@ class FusionContext {
     std::shared_ptr<FusionCompletion> done;
   };
   void loop();
+  // The thread's timed wait (loop): adds meanwhile need not wake it.
+  void waitClocked(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point until);
+  // Takes what is pending and runs one round on this thread (runRound);
+  // called with `lock` held, returns with it held.
+  void runOneRound(std::unique_lock<std::mutex>& lock, Reason reason);
   // One negotiation round and the fused all-reduces it agrees on; leaves in
   // `snapshot` only what must wait for a later round (put back by the caller).
   void runRound(std::vector<Pending>& snapshot, Reason reason);
@@ -90,14 +95,18 @@ class FusionContext {
   // threshold, map and fault in) them anew every round.
   std::vector<Pending> snapshot_;   // the round's tensors (swapped with pending_)
   std::vector<PendingKey> keys_;
-  std::vector<Request> ready_;
+  std::vector<const Request*> ready_;
   std::vector<size_t> readyIndex_;
   std::vector<bool> handled_;
   KeySet liveKeys_;  // keys added and not completed yet (add() refuses them)
   size_t pendingBytes_ = 0;
   std::chrono::steady_clock::time_point deadline_;
   bool flushAsked_ = false, stop_ = false, addedSinceRound_ = false;
+  bool addedSinceWait_ = false;     // tensors added since the thread last went to wait
+  bool clockedWait_ = false;        // the thread waits with a time-out (waitClocked)
   size_t inRound_ = 0;              // tensors taken by the running round
+  bool roundRunning_ = false;       // a round runs, on the context's thread or a synchronize()'s
+  size_t liveCallbacks_ = 0;        // tensors with a callback, added and not completed
   int synchronizing_ = 0;           // callers waiting in synchronize()
   strataResult_t failCode_ = strataSuccess;
   std::string failMessage_;

@@ -53,14 +53,64 @@ struct Range {
 // The working memory of runFused, kept per thread from call to call: a
 // training step's group of a thousand tensors would otherwise allocate (and
 // fault in) all of it anew. Also the last group found free of overlaps.
+// What a fused call's layout depends on, per tensor.
+struct TensorId {
+  const void* send;
+  void* recv;
+  size_t count;
+  uint64_t key;
+  bool inPlace;
+};
+
+// A fused call as built (buildFused), which a later call replays when it is
+// the same (a training step's tensors, step after step): its pieces, copy
+// lists, fused request and buffers, and what they depend on.
+struct BuiltCall {
+  Segments sendPieces, recvPieces;
+  std::vector<kernels::CopyItem> pack, unpack;
+  bool built = false;
+  std::vector<TensorId> tensors;
+  bool keyed = false;
+  int nranks = 0, rank = 0;
+  size_t staging = 0;         // staging bytes it leased
+  uint8_t* stage = nullptr;   // where the lease lay: staged pieces point into it
+  Request fused;
+  FusedBuffers fb;
+};
+
 struct FusedScratch {
   Layout lay;
   std::vector<Range> ranges;
-  Segments sendPieces, recvPieces;
-  std::vector<kernels::CopyItem> pack, unpack;
   uint64_t checkedSignature = 0;  // of the last tensors checkNoOverlap passed (0: none)
+  // The last two calls built: a thread may alternate between two (a fusion
+  // context's rounds, which synchronize() runs on its caller, and a group).
+  BuiltCall calls[2];
+  size_t lastUsed = 0;
 };
 thread_local FusedScratch tlsScratch;
+
+bool sameKind(const Request& a, const Request& b) {
+  return a.comm == b.comm && a.coll == b.coll && a.dtype == b.dtype && a.redop == b.redop && a.root == b.root;
+}
+
+// Whether `ts` (with `keys`) is the call the scratch last built; then, with
+// staging, `lease` holds the staging the pieces point into.
+bool sameAsBuilt(BuiltCall& sc, const std::vector<const Request*>& ts, const std::vector<uint64_t>* keys,
+                 StagingPool::Lease& lease) {
+  if (!sc.built || sc.tensors.size() != ts.size() || sc.keyed != (keys != nullptr) || !sameKind(sc.fused, *ts[0]) ||
+      sc.nranks != ts[0]->comm->nranks() || sc.rank != ts[0]->comm->rank())
+    return false;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const TensorId& t = sc.tensors[i];
+    const Request& r = *ts[i];
+    if (t.send != r.send || t.recv != r.recv || t.count != r.count || t.inPlace != r.inPlace ||
+        (keys && t.key != (*keys)[i]) || !sameKind(r, sc.fused))
+      return false;
+  }
+  if (!sc.staging) return true;
+  lease = ts[0]->comm->stagingPool().acquire(sc.staging);
+  return lease.data() == sc.stage;  // the pool hands the same buffer back in a steady loop
+}
 
 // What checkNoOverlap's verdict depends on: every tensor's buffers and sizes.
 uint64_t overlapSignature(const std::vector<const Request*>& ts, const Shape& sh, const Layout& lay) {
@@ -128,14 +178,20 @@ uint32_t fusedLayoutHash(const std::vector<const Request*>& tensors, const std::
   return uint32_t(hash.h ^ (hash.h >> 32));
 }
 
-void runFused(const std::vector<const Request*>& ts, const std::vector<uint64_t>* keys) {
+namespace {
+
+// Lays `ts` out as one fused buffer in `sc` (pieces, copy lists, the fused
+// request), with staging leased into `lease`.
+void buildFused(FusedScratch& scratch, BuiltCall& sc, const std::vector<const Request*>& ts,
+                const std::vector<uint64_t>* keys, StagingPool::Lease& lease) {
+  sc.built = false;
   const Request& first = *ts[0];
   Comm& comm = *first.comm;
   const int n = comm.nranks(), me = comm.rank();
   const size_t elem = dtypeSize(first.dtype);
   const Shape sh = shapeOf(first);
 
-  Layout& lay = tlsScratch.lay;
+  Layout& lay = scratch.lay;
   lay.order.clear();
   lay.smallBytes = lay.numSmall = 0;
   lay.blockBytes.resize(ts.size());
@@ -179,7 +235,7 @@ void runFused(const std::vector<const Request*>& ts, const std::vector<uint64_t>
     recvArea = staging;
     if (sh.needRecv) staging += recvBlocks * lay.smallBytes;
   }
-  StagingPool::Lease lease;
+  lease = StagingPool::Lease();  // one that did not match (sameAsBuilt) goes back first
   uint8_t* stage = nullptr;
   if (staging) {
     lease = comm.stagingPool().acquire(staging);
@@ -206,10 +262,10 @@ void runFused(const std::vector<const Request*>& ts, const std::vector<uint64_t>
     return lay.stagedAt[i] != npos ? stagedPiece(i, r, sendSide) : userPiece(i, r, sendSide);
   };
 
-  Segments& sendPieces = tlsScratch.sendPieces;
-  Segments& recvPieces = tlsScratch.recvPieces;
-  std::vector<kernels::CopyItem>& pack = tlsScratch.pack;
-  std::vector<kernels::CopyItem>& unpack = tlsScratch.unpack;
+  Segments& sendPieces = sc.sendPieces;
+  Segments& recvPieces = sc.recvPieces;
+  std::vector<kernels::CopyItem>& pack = sc.pack;
+  std::vector<kernels::CopyItem>& unpack = sc.unpack;
   sendPieces.clear();
   recvPieces.clear();
   pack.clear();
@@ -232,17 +288,42 @@ void runFused(const std::vector<const Request*>& ts, const std::vector<uint64_t>
     }
   }
 
-  Request fused = first;
-  fused.count = totalCount;
-  fused.inPlace = allInPlace;
-  FusedBuffers fb;
-  fb.send = sh.needSend ? &sendPieces : nullptr;
-  fb.recv = sh.needRecv ? &recvPieces : nullptr;
-  fb.tensors = uint16_t(ts.size());
-  fb.layout = fusedLayoutHash(ts, keys);
-  kernels::multiCopy(pack.data(), pack.size());
-  runCollective(fused, &fb);
-  kernels::multiCopy(unpack.data(), unpack.size());
+  sc.fused = first;
+  sc.fused.count = totalCount;
+  sc.fused.inPlace = allInPlace;
+  sc.fb.send = sh.needSend ? &sendPieces : nullptr;
+  sc.fb.recv = sh.needRecv ? &recvPieces : nullptr;
+  sc.fb.tensors = uint16_t(ts.size());
+  sc.fb.layout = fusedLayoutHash(ts, keys);
+  sc.tensors.resize(ts.size());
+  for (size_t i = 0; i < ts.size(); ++i)
+    sc.tensors[i] = TensorId{ts[i]->send, ts[i]->recv, ts[i]->count, keys ? (*keys)[i] : 0, ts[i]->inPlace};
+  sc.keyed = keys != nullptr;
+  sc.nranks = n;
+  sc.rank = me;
+  sc.staging = staging;
+  sc.stage = stage;
+  sc.built = true;
+}
+
+}  // namespace
+
+void runFused(const std::vector<const Request*>& ts, const std::vector<uint64_t>* keys) {
+  FusedScratch& scratch = tlsScratch;
+  StagingPool::Lease lease;
+  // A training step fuses the same tensors every time: the second call on
+  // replays the first's layout (1000 x 4 KiB: ~18 us of its set-up).
+  size_t use = scratch.lastUsed;
+  if (!sameAsBuilt(scratch.calls[use], ts, keys, lease)) {
+    use = 1 - use;
+    if (!sameAsBuilt(scratch.calls[use], ts, keys, lease)) buildFused(scratch, scratch.calls[use], ts, keys, lease);
+  }
+  scratch.lastUsed = use;
+  BuiltCall& sc = scratch.calls[use];
+  Request fused = sc.fused;
+  kernels::multiCopy(sc.pack.data(), sc.pack.size());
+  runCollective(fused, &sc.fb);
+  kernels::multiCopy(sc.unpack.data(), sc.unpack.size());
 }
 
 }  // namespace strata

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -38,6 +39,12 @@ class KeySet {
     }
     used_[i] = false;
     --size_;
+  }
+  // Empties the set, keeping its slots.
+  void clear() {
+    if (size_ == 0) return;
+    std::fill(used_.begin(), used_.end(), false);
+    size_ = 0;
   }
   bool contains(uint64_t key) const { return !slots_.empty() && used_[find(key)]; }
   size_t size() const { return size_; }

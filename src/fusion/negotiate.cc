@@ -23,9 +23,15 @@ std::string describeKey(uint64_t bits, uint64_t count) {
 
 Agreement negotiate(Comm& comm, const std::vector<PendingKey>& mine) {
   const size_t n = size_t(comm.nranks());
-  WordHash digest;
-  for (const PendingKey& k : mine)
-    for (uint64_t v : {k.key, k.count, describeBits(k)}) digest.mix(v);
+  // Three chains (keys, counts, types) run side by side: one chain of
+  // every word waited on each multiply, ~3 us over a thousand keys.
+  WordHash keys, counts, types, digest;
+  for (const PendingKey& k : mine) {
+    keys.mix(k.key);
+    counts.mix(k.count);
+    types.mix(describeBits(k));
+  }
+  for (uint64_t v : {keys.h, counts.h, types.h}) digest.mix(v);
   uint64_t header[2] = {mine.size(), digest.h};
   std::vector<uint64_t> headers(2 * n);
   hostAllGather(comm, header, headers.data(), 2);

@@ -562,6 +562,102 @@ TEST(FusionContext, AKeyIsRefusedUntilItsTensorCompleted) {
   EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
 }
 
+// A training loop: the same buffers every step, new values in them. From
+// the second step on, the fused layout is replayed (fused_op.cc) and
+// synchronize() runs the rounds on the caller's thread (no callbacks); a
+// moved buffer, a changed count or a changed order must be seen, and a
+// callback still runs on the context's thread. Integer values: the float32
+// sums are exact, so the outputs must equal the float64 reference.
+float trainingValue(int rank, int step, size_t tensor, size_t j) {
+  uint64_t h = (uint64_t(rank) * 1000003 + uint64_t(step) * 7919 + tensor * 104729 + j) * 0x9E3779B97F4A7C15ull;
+  return float(int64_t((h >> 33) % 2001) - 1000);
+}
+
+std::thread::id callbackThread;
+void noteCallbackThread(uint64_t, strataResult_t, void*) { callbackThread = std::this_thread::get_id(); }
+
+class FusionTrainingLoop : public ::testing::TestWithParam<int> {};
+
+TEST_P(FusionTrainingLoop, StepsReplayingTheLayoutMatchTheReference) {
+  test::RankSpec spec;
+  spec.nranks = GetParam();
+  spec.env = {{"STRATA_TIMEOUT_MS", "60000"}, {"STRATA_FUSION_CYCLE_US", "60000000"}};
+  spec.deadlineSec = 300;
+  auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
+    int problems = 0;
+    // Staged (< 2 KiB), direct and large tensors; even ones in place.
+    const std::vector<size_t> counts = {1, 5, 300, 1024, 4099, 65537, 2, 1031};
+    std::vector<std::vector<float>> send(counts.size()), recv(counts.size()), spare(counts.size());
+    std::vector<std::vector<float>> groupRecv(counts.size());
+    for (size_t i = 0; i < counts.size(); ++i) {
+      send[i].resize(counts[i]);
+      recv[i].resize(counts[i]);
+      spare[i].resize(counts[i]);
+      groupRecv[i].resize(counts[i]);
+    }
+    strataFusion_t fusion;
+    RANK_EXPECT(strataFusionCreate(&fusion, comm) == strataSuccess, "create: %s", strataGetLastError(comm));
+    std::vector<size_t> order(counts.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    for (int step = 0; step < 7 && problems == 0; ++step) {
+      if (step == 2) std::swap(recv[2], spare[2]);  // an in-place tensor now lies elsewhere
+      if (step == 3) {  // out-of-place ones (direct and staged) write elsewhere
+        for (size_t i : {3, 7}) std::swap(recv[i], spare[i]);
+      }
+      if (step == 4) std::swap(order[1], order[5]);  // the same new order on every rank
+      size_t tensors = step == 5 ? counts.size() - 1 : counts.size();  // one tensor fewer
+      const bool withCallback = step == 6;
+      for (size_t i = 0; i < tensors; ++i)
+        for (size_t j = 0; j < counts[i]; ++j) {
+          send[i][j] = trainingValue(rank, step, i, j);
+          if (i % 2 == 0) recv[i][j] = send[i][j];
+        }
+      callbackThread = std::thread::id();
+      for (size_t k = 0; k < counts.size(); ++k) {
+        size_t i = order[k];
+        if (i >= tensors) continue;
+        const void* in = i % 2 == 0 ? recv[i].data() : send[i].data();
+        bool cb = withCallback && i == 3;
+        strataResult_t rc = strataFusionAllReduce(fusion, i, in, recv[i].data(), counts[i], strataFloat32, strataSum,
+                                                  cb ? noteCallbackThread : nullptr, nullptr, nullptr);
+        RANK_EXPECT(rc == strataSuccess, "step %d add %zu: %s", step, i, strataGetLastError(comm));
+      }
+      RANK_EXPECT(strataFusionSynchronize(fusion) == strataSuccess, "step %d synchronize: %s", step,
+                  strataGetLastError(comm));
+      if (withCallback)
+        RANK_EXPECT(callbackThread != std::thread::id() && callbackThread != std::this_thread::get_id(),
+                    "the callback ran on %s", callbackThread == std::thread::id() ? "no thread" : "the caller's thread");
+      // The same tensors through a group, step after step (its layout is replayed too).
+      RANK_EXPECT(strataGroupStart() == strataSuccess, "group start");
+      for (size_t k = 0; k < counts.size(); ++k) {
+        size_t i = order[k];
+        if (i < tensors)
+          strataAllReduce(send[i].data(), groupRecv[i].data(), counts[i], strataFloat32, strataSum, comm, nullptr);
+      }
+      RANK_EXPECT(strataGroupEnd() == strataSuccess, "step %d group: %s", step, strataGetLastError(comm));
+      for (size_t i = 0; i < tensors && problems < 5; ++i) {
+        size_t wrong = 0, first = 0;
+        for (size_t j = 0; j < counts[i]; ++j) {
+          double expect = 0;
+          for (int r = 0; r < n; ++r) expect += double(trainingValue(r, step, i, j));
+          if (double(recv[i][j]) != expect || double(groupRecv[i][j]) != expect) {
+            if (!wrong) first = j;
+            ++wrong;
+          }
+        }
+        RANK_EXPECT(wrong == 0, "step %d tensor %zu (count %zu): %zu wrong elements, first %zu: context %g group %g",
+                    step, i, counts[i], wrong, first, double(recv[i][first]), double(groupRecv[i][first]));
+      }
+    }
+    RANK_EXPECT(strataFusionDestroy(fusion) == strataSuccess, "destroy: %s", strataGetLastError(comm));
+    return problems;
+  });
+  EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, FusionTrainingLoop, ::testing::Values(2, 3, 5),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
 // A tensor that one rank never adds: the others fail within the timeout, naming the wait.
 TEST(FusionContext, AKeyMissingOnOneRankTimesOut) {
   test::RankSpec spec;
