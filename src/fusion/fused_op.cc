@@ -50,9 +50,6 @@ struct Range {
   bool written;
 };
 
-// The working memory of runFused, kept per thread from call to call: a
-// training step's group of a thousand tensors would otherwise allocate (and
-// fault in) all of it anew. Also the last group found free of overlaps.
 // What a fused call's layout depends on, per tensor.
 struct TensorId {
   const void* send;
@@ -78,6 +75,9 @@ struct BuiltCall {
   FusedBuffers fb;
 };
 
+// The working memory of runFused, kept per thread from call to call: a
+// training step's group of a thousand tensors would otherwise allocate (and
+// fault in) all of it anew. Also the last group found free of overlaps.
 struct FusedScratch {
   Layout lay;
   std::vector<Range> ranges;
