@@ -1,6 +1,8 @@
 #include "obs/comm_stats.h"
 
 #include <algorithm>
+#include <cstring>
+#include <thread>
 
 #include "core/error.h"
 #include "obs/op_clock.h"
@@ -36,6 +38,7 @@ void CommStats::addRepeatedInFull(const RepeatFacts& facts, uint32_t timeWeight,
   run_.ticks.add(ticks);
   if (waitUs) run_.waitUs.add(uint64_t(waitUs));
   run_.lock.endWrite();
+  serveSnapshot();
 }
 
 void CommStats::foldRun(const RepeatFacts& facts) {
@@ -68,6 +71,7 @@ void CommStats::foldRun(const RepeatFacts& facts) {
 
 void CommStats::add(const OpFacts& r, const Plan* plan, const std::atomic<uint8_t>* transportOf,
                     size_t nranks) {
+  serveSnapshot();  // before this call's writes: a snapshot is whole at any point between them
   CollTotals& c = coll_[statCollOf(r)];
   const uint64_t ticks = weightedTicks(c, r.timeWeight, r.startTick, r.endTick);
   addToColl(c, r.state == OpState::kFailed, r.bytes, ticks, r.waitUs);
@@ -121,37 +125,53 @@ void CommStats::addToTransport(unsigned t, uint64_t sent, uint64_t received, uin
 
 strataStats_t CommStats::totals() const {
   strataStats_t t{};
-  const double secondsPerTick = 1e-6 / opclock::ticksPerUs();
-  constexpr auto relaxed = std::memory_order_relaxed;
-  // Under the run's lock: a run folded into the totals meanwhile is counted once.
-  run_.lock.read([&] {
-    t = foldedTotals(secondsPerTick);
-    const RepeatRun& x = run_;
-    const uint64_t calls = x.calls.get();
-    if (!calls) return;
-    const auto coll = strataStatColl_t(x.coll.load(relaxed));
-    strataCollStats_t& c = t.coll[coll];
-    const uint64_t bytes = calls * x.bytes.load(relaxed);
-    const double seconds = double(x.ticks.get()) * secondsPerTick;
-    c.calls += calls;
-    c.bytes += bytes;
-    c.seconds += seconds;
-    c.waitSeconds += double(x.waitUs.get()) * 1e-6;
-    c.busBytes += double(bytes) * busFactor(coll, nranks_);
-    const unsigned tr = x.transport.load(relaxed);
-    if (tr >= strataNumTransports) return;
-    t.transport[tr].bytesSent += calls * x.sent.load(relaxed);
-    t.transport[tr].bytesReceived += calls * x.received.load(relaxed);
-    t.transport[tr].seconds += seconds;
-  });
-  return t;
+  if (readLive(t, liveTries_)) return t;
+  // Starved: ask the writer, and go on trying meanwhile (a writer that
+  // stopped writing answers no more, but then a copy of one's own is whole).
+  const uint64_t ticket = snapshotsWanted_.fetch_add(1, std::memory_order_relaxed) + 1;
+  for (;;) {
+    if (snapshotsServed_.load(std::memory_order_acquire) >= ticket && readSnapshot(t)) return t;
+    if (readLive(t, 16)) return t;
+    std::this_thread::yield();
+  }
 }
 
-strataStats_t CommStats::foldedTotals(double secondsPerTick) const {
-  strataStats_t t{};
+bool CommStats::readLive(strataStats_t& t, int tries) const {
+  const double secondsPerTick = 1e-6 / opclock::ticksPerUs();
+  constexpr auto relaxed = std::memory_order_relaxed;
+  bool entriesWhole = false;
+  // Under the run's lock: a run folded into the totals meanwhile is counted once.
+  const bool whole = run_.lock.read(
+      [&] {
+        entriesWhole = foldedTotals(t, secondsPerTick);
+        const RepeatRun& x = run_;
+        const uint64_t calls = x.calls.get();
+        if (!calls) return;
+        const auto coll = strataStatColl_t(x.coll.load(relaxed));
+        strataCollStats_t& c = t.coll[coll];
+        const uint64_t bytes = calls * x.bytes.load(relaxed);
+        const double seconds = double(x.ticks.get()) * secondsPerTick;
+        c.calls += calls;
+        c.bytes += bytes;
+        c.seconds += seconds;
+        c.waitSeconds += double(x.waitUs.get()) * 1e-6;
+        c.busBytes += double(bytes) * busFactor(coll, nranks_);
+        const unsigned tr = x.transport.load(relaxed);
+        if (tr >= strataNumTransports) return;
+        t.transport[tr].bytesSent += calls * x.sent.load(relaxed);
+        t.transport[tr].bytesReceived += calls * x.received.load(relaxed);
+        t.transport[tr].seconds += seconds;
+      },
+      tries);
+  return whole && entriesWhole;
+}
+
+bool CommStats::foldedTotals(strataStats_t& t, double secondsPerTick) const {
+  t = strataStats_t{};
+  bool whole = true;
   for (int i = 0; i < strataNumStatColls; ++i) {
     const CollTotals& c = coll_[i];
-    c.lock.read([&] {
+    whole &= c.lock.read([&] {
       const uint64_t bytes = c.bytes.get();
       t.coll[i] = strataCollStats_t{c.calls.get(), c.failed.get(), bytes, double(c.ticks.get()) * secondsPerTick,
                                     double(c.waitUs.get()) * 1e-6,
@@ -160,12 +180,34 @@ strataStats_t CommStats::foldedTotals(double secondsPerTick) const {
   }
   for (int i = 0; i < strataNumTransports; ++i) {
     const TransportTotals& x = transport_[i];
-    x.lock.read([&] {
+    whole &= x.lock.read([&] {
       t.transport[i] = strataTransportStats_t{x.links.load(std::memory_order_relaxed), x.bytesSent.get(),
                                               x.bytesReceived.get(), double(x.ticks.get()) * secondsPerTick};
     });
   }
-  return t;
+  return whole;
+}
+
+void CommStats::publishSnapshot() {
+  const uint64_t wanted = snapshotsWanted_.load(std::memory_order_relaxed);
+  strataStats_t t{};
+  readLive(t, 1);  // the writer's own copy: nothing overtakes it
+  uint64_t words[kSnapshotWords] = {};
+  std::memcpy(words, &t, sizeof t);
+  snapshotLock_.beginWrite();
+  for (size_t i = 0; i < kSnapshotWords; ++i) snapshot_[i].store(words[i], std::memory_order_relaxed);
+  snapshotLock_.endWrite();
+  snapshotsServed_.store(wanted, std::memory_order_release);
+}
+
+bool CommStats::readSnapshot(strataStats_t& t) const {
+  uint64_t words[kSnapshotWords];
+  if (!snapshotLock_.read([&] {
+        for (size_t i = 0; i < kSnapshotWords; ++i) words[i] = snapshot_[i].load(std::memory_order_relaxed);
+      }))
+    return false;
+  std::memcpy(&t, words, sizeof t);
+  return true;
 }
 
 void CommStats::linkOpened(unsigned transport) {

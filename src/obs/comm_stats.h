@@ -2,9 +2,11 @@
 // (calls, bytes, time, time waiting for peers, bus bytes) and per transport
 // (links, bytes each way, time of the operations that used it). Updated once
 // per operation by the thread running it, with plain loads and stores, each
-// entry under its own sequence lock (obs/seq_lock.h): a reader on any thread
-// sees every entry whole (never half an operation in it), and a copy of one
-// cache line is short enough not to be starved by a writer in a tight loop.
+// entry under its own sequence lock (obs/seq_lock.h), the open run of
+// repeated tiny calls under one more around them all: a reader on any thread
+// sees the totals whole (never half an operation in them, never a run
+// counted twice). A reader whose copy keeps being overtaken by a writer in
+// a tight loop asks that writer for a copy instead (the snapshot below).
 #pragma once
 
 #include <atomic>
@@ -19,7 +21,9 @@ namespace strata {
 
 class CommStats {
  public:
-  explicit CommStats(int nranks) : nranks_(nranks) {}
+  // `liveTries`: how many copies a reader makes while the writer overtakes
+  // them before it asks the writer for a snapshot (tests make it small).
+  explicit CommStats(int nranks, int liveTries = 100000) : nranks_(nranks), liveTries_(liveTries) {}
   // Writer only. `transportOf[p]`: transport id of the link to peer p (or
   // >= strataNumTransports: none yet), for the `nranks` peers.
   void add(const OpFacts& r, const Plan* plan, const std::atomic<uint8_t>* transportOf, size_t nranks);
@@ -35,8 +39,12 @@ class CommStats {
   }
   // Any thread.
   void linkOpened(unsigned transport);
-  // The totals, with the times (kept in opclock ticks) in seconds.
+  // The totals, with the times (kept in opclock ticks) in seconds. Any
+  // thread; it returns once a copy was whole: its own, or the writer's
+  // snapshot when the writer kept overtaking it.
   strataStats_t totals() const;
+  // How many snapshots the writer made for starved readers (for tests).
+  uint64_t snapshotsServed() const { return snapshotsServed_.load(std::memory_order_acquire); }
   // A table for STRATA_STATS=1.
   static std::string summary(const strataStats_t& t, const std::string& who);
 
@@ -77,14 +85,35 @@ class CommStats {
     std::atomic<uint64_t> bytes{0}, sent{0}, received{0};  // of one call
     SingleWriterCounter<uint64_t> calls, ticks, waitUs;
   };
-  // The totals without the open run.
-  strataStats_t foldedTotals(double secondsPerTick) const;
+  // The totals as they stand, copied under the locks in up to `tries`
+  // attempts; false if a writer overtook every one (`t` then torn).
+  bool readLive(strataStats_t& t, int tries) const;
+  // The totals without the open run; false if an entry was never copied whole.
+  bool foldedTotals(strataStats_t& t, double secondsPerTick) const;
+  // Writer only, after each write: a snapshot if a reader asked for one.
+  void serveSnapshot() {
+    if (snapshotsWanted_.load(std::memory_order_relaxed) != snapshotsServed_.load(std::memory_order_relaxed))
+      publishSnapshot();
+  }
+  void publishSnapshot();
+  // Reader: the writer's last snapshot, if copied whole.
+  bool readSnapshot(strataStats_t& t) const;
   // Writer only: the run's calls into the totals; a new run for `facts`.
   void foldRun(const RepeatFacts& facts);
   const int nranks_;
+  const int liveTries_;
   CollTotals coll_[strataNumStatColls];
   TransportTotals transport_[strataNumTransports];
   RepeatRun run_;
+  // The snapshot for starved readers: a reader takes a ticket (wanted), the
+  // writer copies the totals at its next write (its own copy is never
+  // overtaken) and says how many tickets it has answered (served). Words of
+  // relaxed atomics under a sequence lock, so that TSan can check it.
+  static constexpr size_t kSnapshotWords = (sizeof(strataStats_t) + 7) / 8;
+  mutable std::atomic<uint64_t> snapshotsWanted_{0};
+  std::atomic<uint64_t> snapshotsServed_{0};
+  alignas(64) SeqLock snapshotLock_;
+  std::atomic<uint64_t> snapshot_[kSnapshotWords] = {};
 };
 
 }  // namespace strata
