@@ -1,10 +1,8 @@
 // extern "C" entry points of the fusion context (src/fusion/context.h).
-#include <atomic>
 #include <memory>
-#include <mutex>
-#include <set>
 
 #include "api/entry.h"
+#include "api/live_registry.h"
 #include "device/device_ops.h"
 #include "fusion/context.h"
 
@@ -19,34 +17,10 @@ struct strataFusionRequest {
 
 namespace {
 
-// Live contexts; a handle not in here is rejected (destroyed, garbage). A
-// generation bumped on every destroy lets a thread trust the handle it
-// checked last without the lock and the set (a training step adds a thousand
-// tensors: the lookup was a fifth of an add).
-struct FusionRegistry {
-  std::mutex mu;
-  std::set<strataFusion*> live;
-  std::atomic<uint64_t> generation{1};
-};
-FusionRegistry& registry() {
-  static FusionRegistry* r = new FusionRegistry();  // outlives static destructors
-  return *r;
-}
-struct LastChecked {
-  strataFusion* fusion = nullptr;
-  uint64_t generation = 0;
-};
-thread_local LastChecked tlsLastChecked;
+using FusionRegistry = LiveRegistry<strataFusion>;
 
 FusionContext& liveContext(strataFusion_t f, const char* fn, Comm*& comm) {
-  LastChecked& last = tlsLastChecked;
-  if (!f || f != last.fusion || registry().generation.load(std::memory_order_acquire) != last.generation) {
-    std::lock_guard<std::mutex> lock(registry().mu);
-    last.fusion = nullptr;
-    if (!f || !registry().live.count(f)) fail(strataInvalidArgument, "%s: not a live fusion context", fn);
-    last.fusion = f;
-    last.generation = registry().generation.load();
-  }
+  if (!FusionRegistry::get().isLive(f)) fail(strataInvalidArgument, "%s: not a live fusion context", fn);
   comm = &f->context->comm();
   return *f->context;
 }
@@ -70,8 +44,7 @@ strataResult_t strataFusionCreate(strataFusion_t* fusion, strataComm_t comm) {
     if (!fusion) fail(strataInvalidArgument, "strataFusionCreate: the fusion pointer is NULL");
     c = liveComm(comm, "strataFusionCreate");
     auto* f = new strataFusion{std::make_unique<FusionContext>(*c)};
-    std::lock_guard<std::mutex> lock(registry().mu);
-    registry().live.insert(f);
+    FusionRegistry::get().insert(f);
     *fusion = f;
   });
 }
@@ -143,11 +116,7 @@ strataResult_t strataFusionDestroy(strataFusion_t fusion) {
   Comm* c = nullptr;
   return guarded("strataFusionDestroy", c, [&] {
     liveContext(fusion, "strataFusionDestroy", c);
-    {
-      std::lock_guard<std::mutex> lock(registry().mu);
-      registry().live.erase(fusion);
-      registry().generation.fetch_add(1);
-    }
+    FusionRegistry::get().erase(fusion);
     delete fusion;  // flushes and waits for pending tensors
   });
 }
