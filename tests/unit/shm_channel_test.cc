@@ -1,8 +1,8 @@
 // The shm channel (transports/shm) between two ends in one process: packets
 // of every size cross the ring through many wrap-arounds intact, tiny ones in
-// the word's cache line, a full ring refuses more, a peer's impossible packet
-// length is refused, and a closed
-// peer is reported after its last packet is read.
+// the word's cache line, small ones in the small lane and in order with the
+// rest, a full ring refuses more, a peer's impossible packet length is
+// refused, and a closed peer is reported after its last packet is read.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
@@ -29,6 +29,9 @@ namespace {
 
 constexpr size_t kSlotBytes = 4096;
 constexpr int kSlots = 4;
+// Asked of acquireSend, room that only a slot has (not a small slot), so
+// the packet goes in the slots whatever it then holds.
+constexpr size_t kInSlots = kShmSmallSlotBytes + 1;
 
 // Both ends of one shm link: a (rank 0) and b (rank 1).
 struct ShmPair {
@@ -115,11 +118,13 @@ TEST(ShmChannel, PacketsOfEverySizeCrossManyWrapArounds) {
   EXPECT_EQ(link.a->peekRecv().data, nullptr) << "a packet appeared that was never sent";
 }
 
-// Packets `from` can send now (each one byte, tagged `tag`), up to `most`.
-int sendWhileRoom(Channel& from, uint8_t tag, int most) {
+// Packets `from` can send now (each one byte, tagged `tag`), up to `most`,
+// asking acquireSend for `room` bytes (kInSlots: in the slots; 1: in the
+// small lane).
+int sendWhileRoom(Channel& from, uint8_t tag, int most, size_t room = kInSlots) {
   int sent = 0;
   for (; sent < most; ++sent) {
-    Span out = from.acquireSend(1);
+    Span out = from.acquireSend(room);
     if (!out.data) break;
     out.data[0] = tag;
     from.commitSend(1);
@@ -168,6 +173,73 @@ TEST(ShmChannel, ReleasesAreHeldBackOnlyWhileTheReaderReads) {
   link.b->commitSend(kSlotBytes);
   EXPECT_EQ(receiveOne(*link.a), std::vector<uint8_t>(kSlotBytes, 8));
   EXPECT_EQ(sendWhileRoom(*link.b, 9, 100), kRing);
+}
+
+// Packets that fit a small slot (every tiny call's) go in the small lane
+// (shm_ring.h): a writer runs kShmSmallSlots of them ahead of the reader,
+// not the ring's few slots, and the reader releases them a quarter of that
+// lane at a time while it reads. A packet that needs a slot still waits
+// for one of the slots: the lanes share the packets' numbering.
+TEST(ShmChannel, SmallPacketsRunALongWayAheadInTheSmallLane) {
+  ShmPair link;  // kSlots slots
+  ASSERT_EQ(sendWhileRoom(*link.b, 1, 1000, 1), kShmSmallSlots);
+  EXPECT_EQ(sendWhileRoom(*link.b, 2, 1000, kShmSmallSlotBytes), 0) << "a full small lane takes no more";
+  EXPECT_EQ(sendWhileRoom(*link.b, 2, 1000), 0) << "nor do the slots: the packets in flight fill them too";
+  constexpr int kQuarter = kShmSmallSlots / 4;
+  for (int i = 0; i < kQuarter - 1; ++i) EXPECT_EQ(receiveOne(*link.a), std::vector<uint8_t>{1});
+  EXPECT_EQ(sendWhileRoom(*link.b, 2, 1000, 1), 0) << "releases of small packets go a quarter of the lane at a time";
+  EXPECT_EQ(receiveOne(*link.a), std::vector<uint8_t>{1});
+  EXPECT_EQ(sendWhileRoom(*link.b, 2, 1000, 1), kQuarter);
+  // Drained, with the reader waiting (so releasing everything): the slots
+  // take kSlots packets ahead, the small lane its own count.
+  int tags1 = 0, tags2 = 0;
+  for (ConstSpan in = link.a->peekRecv(); in.data; in = link.a->peekRecv()) {
+    ASSERT_EQ(in.size, 1u);
+    (in.data[0] == 1 ? tags1 : tags2) += 1;
+    ASSERT_TRUE(in.data[0] == 1 || tags1 == kShmSmallSlots - kQuarter) << "out of order";
+    link.a->consumeRecv(1);
+  }
+  EXPECT_EQ(tags1, kShmSmallSlots - kQuarter);
+  EXPECT_EQ(tags2, kQuarter);
+  EXPECT_EQ(sendWhileRoom(*link.b, 3, 1000), kSlots);
+  EXPECT_EQ(sendWhileRoom(*link.b, 4, 1000, 1), kShmSmallSlots - kSlots) << "packets in the slots count in the small lane's window";
+}
+
+// Packets of every size, each in whichever lane its size takes (some asked
+// for more room than they fill), mixed at random and drained at random,
+// arrive in the order sent and intact.
+TEST(ShmChannel, PacketsInBothLanesArriveInOrder) {
+  ShmPair link(0, kSlots, 3 * kShmSmallSlotBytes);
+  std::mt19937 rng(23);
+  const std::vector<size_t> sizes{0, 1, 8, 56, 57, 200, 4095, kShmSmallSlotBytes, kShmSmallSlotBytes + 1,
+                                  2 * kShmSmallSlotBytes + 5, 3 * kShmSmallSlotBytes};
+  std::deque<std::vector<uint8_t>> inFlight;
+  size_t sent = 0, received = 0;
+  while (received < 5000) {
+    for (int burst = int(rng() % 80); burst > 0 && sent < 5000; --burst) {
+      const size_t asked = sizes[rng() % sizes.size()];
+      const size_t n = asked && rng() % 3 == 0 ? rng() % asked : asked;
+      Span out = link.b->acquireSend(asked);
+      if (!out.data) break;
+      ASSERT_GE(out.size, n);
+      std::vector<uint8_t> packet(n);
+      for (uint8_t& x : packet) x = uint8_t(rng());
+      if (n) std::memcpy(out.data, packet.data(), n);
+      link.b->commitSend(n);
+      inFlight.push_back(std::move(packet));
+      ++sent;
+    }
+    ASSERT_LE(inFlight.size(), size_t(kShmSmallSlots));
+    for (size_t take = inFlight.empty() ? 0 : 1 + rng() % inFlight.size(); take > 0; --take) {
+      ConstSpan in = link.a->peekRecv();
+      ASSERT_EQ(in.size, inFlight.front().size()) << "packet " << received;
+      ASSERT_TRUE(std::equal(in.data, in.data + in.size, inFlight.front().begin())) << "packet " << received;
+      link.a->consumeRecv(in.size);
+      inFlight.pop_front();
+      ++received;
+    }
+  }
+  EXPECT_EQ(link.a->peekRecv().data, nullptr) << "a packet appeared that was never sent";
 }
 
 // A packet of up to kShmCompactBytes is one cache line with the slot's word
@@ -254,18 +326,21 @@ TEST(ShmChannel, LargePacketsFollowTheReadersMeasurements) {
 }
 
 TEST(ShmChannel, ImpossiblePacketLengthIsRefused) {
-  ShmPair link;
-  Span out = link.b->acquireSend(kShmCompactBytes + 1);  // a packet that starts after the slot header
-  ASSERT_NE(out.data, nullptr);
-  // A misbehaving peer publishes packet 0 with a length past its slot.
-  auto* slot = reinterpret_cast<ShmSlotHeader*>(out.data - kShmSlotHeaderBytes);
-  slot->word.store(shmSlotWord(0, kSlotBytes + 1), std::memory_order_release);
-  try {
-    link.a->peekRecv();
-    FAIL() << "an impossible packet length was accepted";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), strataRemoteError);
-    EXPECT_NE(std::strstr(e.what(), "4097-byte packet"), nullptr) << e.what();
+  for (size_t room : {kShmCompactBytes + 1, kInSlots}) {  // in the small lane, in the slots
+    ShmPair link(0, kSlots, 2 * kSlotBytes);
+    Span out = link.b->acquireSend(room);  // a packet that starts after the slot header
+    ASSERT_NE(out.data, nullptr);
+    // A misbehaving peer publishes packet 0 with a length past its slot.
+    const size_t past = room == kInSlots ? 2 * kSlotBytes + 1 : kShmSmallSlotBytes + 1;
+    auto* slot = reinterpret_cast<ShmSlotHeader*>(out.data - kShmSlotHeaderBytes);
+    slot->word.store(shmSlotWord(0, past), std::memory_order_release);
+    try {
+      link.a->peekRecv();
+      FAIL() << "an impossible packet length was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), strataRemoteError);
+      EXPECT_NE(std::strstr(e.what(), (std::to_string(past) + "-byte packet").c_str()), nullptr) << e.what();
+    }
   }
 }
 
@@ -391,7 +466,7 @@ TEST(ShmChannel, ASharedReadRequestIsServedOnlyForTheSendersRegion) {
   for (uint8_t& x : src) x = uint8_t(rng());
   ASSERT_EQ(link.b->trySendStable(src.data(), src.size(), src.size(), LendSaving::kOneCopyShared), src.size());
   // a's inbox header: the segment's start, before the first slot (packet 0's).
-  Span next = link.b->acquireSend(kShmCompactBytes + 1);  // packet 1's slot
+  Span next = link.b->acquireSend(kInSlots);  // packet 1's slot
   ASSERT_NE(next.data, nullptr);
   uint8_t* slot0 = next.data - kShmSlotHeaderBytes - shmSlotStride(kSlotBytes);
   auto* header = reinterpret_cast<ShmRingHeader*>(slot0 - kShmHeaderBytes);
@@ -432,7 +507,7 @@ TEST(ShmChannel, ASharedReadRequestIsServedOnlyForTheSendersRegion) {
 TEST(ShmChannel, AChunkTakenAndNeverWrittenIsAnErrorWithinTheTimeout) {
   ShmPair link(/*singleCopyBytes=*/1000, kSlots, kSlotBytes, -1, /*timeoutMs=*/300);
   std::vector<uint8_t> src(256 * kSharedChunkBytes, 5), got(src.size());
-  Span next = link.b->acquireSend(kShmCompactBytes + 1);  // packet 0's slot, to find a's inbox header
+  Span next = link.b->acquireSend(kInSlots);  // packet 0's slot, to find a's inbox header
   ASSERT_NE(next.data, nullptr);
   auto* header = reinterpret_cast<ShmRingHeader*>(next.data - kShmSlotHeaderBytes - kShmHeaderBytes);
   ShmSharedRead& s = header->sharedRead;
@@ -483,7 +558,7 @@ TEST(ShmChannel, ALentRegionThatCannotBeReadIsRefused) {
   // A misbehaving peer lends a region at address 8, which nothing maps:
   // EFAULT, reported as the peer's fault.
   ASSERT_EQ(link.b->trySendStable(buffer.data(), buffer.size(), buffer.size(), LendSaving::kTwoCopies), buffer.size());
-  Span next = link.b->acquireSend(kShmCompactBytes + 1);  // the next slot's bytes, placed as the region's
+  Span next = link.b->acquireSend(kInSlots);  // the next slot's bytes, placed as the region's
   ASSERT_NE(next.data, nullptr);
   auto* lent = reinterpret_cast<ShmLentRegion*>(next.data - shmSlotStride(kSlotBytes));
   lent->address = 8;

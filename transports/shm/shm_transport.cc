@@ -32,7 +32,7 @@ ShmSegment::~ShmSegment() {
 }
 
 void ShmSegment::create(const char* name, size_t slotBytes, int slots) {
-  bytes_ = kShmHeaderBytes + shmSlotStride(slotBytes) * size_t(slots);
+  bytes_ = bytesFor(slotBytes, uint32_t(slots));
   int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) fail(strataSystemError, "shm_open(%s) failed: %s", name, std::strerror(errno));
   if (ftruncate(fd, off_t(bytes_)) != 0) {
@@ -71,6 +71,7 @@ void ShmSegment::create(const char* name, size_t slotBytes, int slots) {
   h->writerShouldStream.store(0);
   adoptGeometry(uint32_t(slots), slotBytes);
   for (int i = 0; i < slots; ++i) new (slotHeader(uint64_t(i))) ShmSlotHeader{{0}, 0, 0};
+  for (int i = 0; i < kShmSmallSlots; ++i) new (slotHeader(uint64_t(i), true)) ShmSlotHeader{{0}, 0, 0};
 }
 
 void ShmSegment::open(const char* name) {
@@ -92,7 +93,7 @@ void ShmSegment::open(const char* name) {
   ShmRingHeader* h = header();
   adoptGeometry(h->slots, h->slotBytes);
   if (slots_ < 2 || slots_ > kMaxShmSlots || slotBytes_ == 0 || slotBytes_ > kSlotLengthMask ||
-      kShmHeaderBytes + stride_ * slots_ > bytes_)
+      bytesFor(slotBytes_, slots_) > bytes_)
     fail(strataSystemError, "the peer's shared memory %s has an invalid layout", name);
 }
 
@@ -153,33 +154,37 @@ class ShmChannel : public LivenessChannel {
              StoreModeSetting storeMode, int timeoutMs)
       : LivenessChannel(std::move(socket), peer), inbox_(std::move(inbox)), outbox_(std::move(outbox)),
         peerProcess_(peerProcess), peerPid_(peerPid), lendFrom_{lendFrom, lendFrom, lendFrom}, mappedFrom_(mappedFrom),
-        storeWriter_(storeMode), releaseEvery_(std::max<uint32_t>(1, inbox_->slots() / 4)),
+        storeWriter_(storeMode), releaseEvery_{std::max<uint32_t>(1, inbox_->slots() / 4), kShmSmallSlots / 4},
         timeoutMs_(timeoutMs) {}
 
   const char* transportName() const override { return "shm"; }
 
+  // A packet of up to kShmSmallSlotBytes goes in the small lane (shm_ring.h).
   Span acquireSend(size_t maxBytes) override {
-    if (!slotFree()) return {};
+    const bool small = maxBytes <= kShmSmallSlotBytes;
+    if (!slotFree(small)) return {};
+    smallOut_ = small;
     compactOut_ = maxBytes <= kShmCompactBytes;
-    size_t capacity = outbox_->slotBytes();
-    return {outbox_->payload(produced_, compactOut_), maxBytes < capacity ? maxBytes : capacity};
+    size_t capacity = small ? kShmSmallSlotBytes : outbox_->slotBytes();
+    return {outbox_->payload(produced_, compactOut_, small), maxBytes < capacity ? maxBytes : capacity};
   }
 
   void commitSend(size_t bytes) override {
     // A packet's length says where its bytes start (shm_ring.h): one
     // written after the header but short enough to be compact moves up.
+    const bool small = smallOut_;
     if (bytes <= kShmCompactBytes && !compactOut_) [[unlikely]]
-      std::memmove(outbox_->payload(produced_, true), outbox_->payload(produced_), bytes);
-    outbox_->slotHeader(produced_)->word.store(shmSlotWord(produced_, bytes, ahead_ ? kWriterAhead : 0),
-                                               std::memory_order_release);
+      std::memmove(outbox_->payload(produced_, true, small), outbox_->payload(produced_, false, small), bytes);
+    outbox_->slotHeader(produced_, small)->word.store(shmSlotWord(produced_, bytes, ahead_ ? kWriterAhead : 0),
+                                                      std::memory_order_release);
     ++produced_;
     // The next packet likely has this one's size (a stream of equal calls).
     // Its slot's lines were last read by the peer: where the slot is known
     // free, take them for writing now, while this packet travels, so that
     // filling it does not wait for them (measured: a 2-rank 32-byte
     // broadcast 0.38 -> 0.31 us a call).
-    if (produced_ - peerConsumed_ < outbox_->slots())
-      prefetchForWrite(outbox_->slotHeader(produced_),
+    if (produced_ - peerConsumed_ < outbox_->window(small))
+      prefetchForWrite(outbox_->slotHeader(produced_, small),
                        std::min(kShmSlotHeaderBytes + bytes, kPrefetchedForWriteBytes));
   }
 
@@ -225,7 +230,7 @@ class ShmChannel : public LivenessChannel {
                         : saves == LendSaving::kTwoCopies ? lendFrom_.againstTwoCopies
                                                           : lendFrom_.againstOneCopy;
     if (n < from || !peerReadsUs()) return trySend(src, n);
-    if (!slotFree()) return 0;
+    if (!slotFree(false)) return 0;
     n = std::min<size_t>(std::max(n, lendable), kMaxLentBytes);
     ShmLentRegion region{reinterpret_cast<uint64_t>(src), n};
     std::memcpy(outbox_->payload(produced_), &region, sizeof region);
@@ -255,8 +260,8 @@ class ShmChannel : public LivenessChannel {
       // waiting for its length to arrive (measured with a select, 2 ranks:
       // 128-512 B reduce-scatters and all-reduces 6-13% slower).
       if (length_ <= kShmCompactBytes) [[unlikely]]
-        return {inbox_->payload(consumed_, true) + offset_, length_ - offset_};
-      return {inbox_->payload(consumed_) + offset_, length_ - offset_};
+        return {inSlot_ + kShmCompactOffset + offset_, length_ - offset_};
+      return {inSlot_ + kShmSlotHeaderBytes + offset_, length_ - offset_};
     }
     if (mappedAt_) return {mappedAt_ + offset_, length_ - offset_};  // in place: zero copy
     // A lent region read by a consumer that wants it in memory (a reduction,
@@ -292,12 +297,13 @@ class ShmChannel : public LivenessChannel {
       const bool releaseNow = lent_ || length_ > kBatchedReleaseBytes;
       const size_t finished = length_;
       const bool nextWritten = writerAhead_ && !lent_;
+      const bool small = smallIn_;
       offset_ = 0;
       length_ = kNoPacket;
       lent_ = shareable_ = false;
       mappedAt_ = nullptr;
       bouncedFrom_ = bounced_ = 0;
-      if (++consumed_ - released_ >= releaseEvery_ || releaseNow) release();
+      if (++consumed_ - released_ >= releaseEvery_[small] || releaseNow) release();
       // Start fetching the next packet's line: a sender running ahead (a
       // stream of small broadcasts or reduces) has written it already, and
       // its transfer then overlaps this rank's work between packets. Where
@@ -307,10 +313,10 @@ class ShmChannel : public LivenessChannel {
       // before the writer fills them are taken back from this side, and
       // pulled away again (2-rank 512-byte all-reduce 1.23x the time).
       if (nextWritten)
-        prefetchForRead(inbox_->slotHeader(consumed_),
+        prefetchForRead(inbox_->slotHeader(consumed_, small),
                         std::min(kShmSlotHeaderBytes + finished, kPrefetchedForWriteBytes));
       else
-        __builtin_prefetch(inbox_->slotHeader(consumed_));
+        __builtin_prefetch(inbox_->slotHeader(consumed_, small));
     }
   }
 
@@ -449,7 +455,7 @@ class ShmChannel : public LivenessChannel {
 
   // Lends bytes of a strataMemAlloc region: one slot naming them.
   size_t lendMapped(MappedRef ref) {
-    if (!slotFree()) return 0;
+    if (!slotFree(false)) return 0;
     ref.bytes = std::min<uint64_t>(ref.bytes, kMaxLentBytes);
     std::memcpy(outbox_->payload(produced_), &ref, sizeof ref);
     outbox_->slotHeader(produced_)->word.store(shmSlotWord(produced_, sizeof ref, kMappedRegion),
@@ -458,13 +464,15 @@ class ShmChannel : public LivenessChannel {
     return size_t(ref.bytes);
   }
 
-  // Whether the next slot of the peer's inbox may be written.
-  bool slotFree() {
-    if (produced_ - peerConsumed_ < outbox_->slots()) return true;
+  // Whether the next slot of the peer's inbox may be written, in the small
+  // lane or in the slots.
+  bool slotFree(bool small) {
+    const uint32_t window = outbox_->window(small);
+    if (produced_ - peerConsumed_ < window) return true;
     // Looks full: only now read what the peer has released (its line).
     peerConsumed_ = outbox_->header()->consumed.load(std::memory_order_acquire);
-    ahead_ = produced_ - peerConsumed_ >= outbox_->slots() / 2;
-    if (produced_ - peerConsumed_ < outbox_->slots()) return true;
+    ahead_ = produced_ - peerConsumed_ >= window / 2;
+    if (produced_ - peerConsumed_ < window) return true;
     release();  // the peer may be waiting for ours
     if (live_.gone()) live_.throwIfGone();
     return false;
@@ -488,10 +496,39 @@ class ShmChannel : public LivenessChannel {
     return true;
   }
 
-  // Whether packet consumed_ has been published; sets length_ if so.
+  // Whether packet consumed_ has been published, in the small lane or in
+  // the slots; sets length_ if so. The lane of the packet before is looked
+  // at first: a stream keeps to one lane, and the other's word is then
+  // read only while this side waits.
   bool takePacket() {
-    uint64_t word = inbox_->slotHeader(consumed_)->word.load(std::memory_order_acquire);
-    if (word >> 32 != ((consumed_ + 1) & 0xffffffffu)) return false;
+    const uint64_t number = (consumed_ + 1) & 0xffffffffu;
+    if (smallIn_) return takeSmallPacket(number) || takeSlotPacket(number);
+    return takeSlotPacket(number) || takeSmallPacket(number);
+  }
+
+  // takePacket in the small lane (compact or not; never a lent region).
+  bool takeSmallPacket(uint64_t number) {
+    ShmSlotHeader* small = inbox_->slotHeader(consumed_, true);
+    const uint64_t word = small->word.load(std::memory_order_acquire);
+    if (word >> 32 != number) return false;
+    const size_t length = size_t(word & kSlotLengthMask);
+    if (length > kShmSmallSlotBytes || (word & (kLentRegion | kMappedRegion)))
+      fail(strataRemoteError, "rank %d wrote a %zu-byte packet into a %zu-byte small shared-memory slot",
+           live_.peer(), length, kShmSmallSlotBytes);
+    writerAhead_ = (word & kWriterAhead) != 0;
+    inSlot_ = reinterpret_cast<uint8_t*>(small);
+    smallIn_ = true;
+    length_ = length;
+    return true;
+  }
+
+  // takePacket in the slots: plain, lent or mapped.
+  bool takeSlotPacket(uint64_t number) {
+    ShmSlotHeader* slot = inbox_->slotHeader(consumed_);
+    const uint64_t word = slot->word.load(std::memory_order_acquire);
+    if (word >> 32 != number) return false;
+    inSlot_ = reinterpret_cast<uint8_t*>(slot);
+    smallIn_ = false;
     size_t length = size_t(word & kSlotLengthMask);
     writerAhead_ = (word & kWriterAhead) != 0;
     if (length > inbox_->slotBytes())
@@ -517,7 +554,6 @@ class ShmChannel : public LivenessChannel {
       lent_ = true;
       length = size_t(ref.bytes);
     } else if (length >= kStoreModeMinBytes) {
-      const ShmSlotHeader* slot = inbox_->slotHeader(consumed_);
       if (slot->timedPacket == uint32_t(consumed_ + 1)) {
         timedWriterNanos_ = slot->writerNanos;
         timed_ = true;
@@ -570,10 +606,15 @@ class ShmChannel : public LivenessChannel {
   // sender never waits on a release held back; while the reader is away,
   // the sender's ring holds at most releaseEvery_ - 1 packets fewer.
   uint64_t released_ = 0;
-  const uint32_t releaseEvery_;  // a quarter of the ring, at least 1 (every packet)
+  // A quarter of the slots (at least 1: every packet), and of the small lane:
+  // by the lane of the packet just consumed.
+  const uint32_t releaseEvery_[2];
   const int timeoutMs_;          // STRATA_TIMEOUT_MS: a shared read's longest wait for the peer
   size_t length_ = kNoPacket;  // bytes of packet consumed_, once published
   bool compactOut_ = false;    // the packet acquireSend gave out is compact
+  bool smallOut_ = false;      // and lies in the small lane
+  uint8_t* inSlot_ = nullptr;  // the slot of packet consumed_, once published
+  bool smallIn_ = false;       // which is in the small lane
   size_t offset_ = 0;          // bytes consumed of the current packet
   // The current packet is a lent region at lentAddress_ in the peer; bytes
   // [bouncedFrom_, bouncedFrom_ + bounced_) of it have been read into bounce_.
