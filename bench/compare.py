@@ -5,7 +5,8 @@ measured in one run, written to docs/benchmarks/<scenario>.md with PNG plots.
 Scenarios:
   local  N ranks on this host: strata-perf, Open MPI (mpi-perf under mpirun,
          shared memory), Gloo (torch.distributed "gloo"); plus this core's
-         memcpy / add bandwidth from strata-micro.
+         memcpy / add bandwidth from strata-micro, and before every launch
+         a cache line's round trip between two cores (the VM's state).
   netns  2 ranks in two network namespaces joined by veth through a bridge
          (optionally shaped: --rate 2gbit): strata-perf, Open MPI over TCP
          (mpirun in one namespace, an rsh agent enters the other), Gloo, and
@@ -107,6 +108,7 @@ class Local:
 
     def __init__(self, args):
         self.np = args.np
+        self.probes = []  # one per launch: {lib, coll, sizes, round_trip_ns}
 
     def libraries(self):
         libs = available_libraries()
@@ -126,8 +128,25 @@ class Local:
                     "--mca", "btl", "self,vader", os.path.join(BENCH, "mpi-perf")] + a
         return [PY, os.path.join(ROOT, "bench", "baselines", "gloo_perf.py")] + a + ["-np", str(self.np)]
 
+    # Before each launch, a cache line's round trip between the first two cores
+    # (strata-micro's BM_LineRoundTrip, a tenth of a second): this VM's slow state, in
+    # which shared-memory hand-overs cost 3-4x, shows there as 380-460 ns against
+    # 97-101 (docs/benchmarks/tiny-calls.md), and it comes and goes within a run.
+    SLOW_ROUND_TRIP_NS = 250
+
     def measure(self, lib, coll, rng):
+        self.probes.append({"lib": lib, "coll": coll, "sizes": f"{rng[0]}-{rng[1]}",
+                            "round_trip_ns": self.line_round_trip()})
         return parse_rows(run(self.command(lib, coll, rng)))
+
+    def line_round_trip(self):
+        micro = os.path.join(BENCH, "strata-micro")
+        if not os.path.exists(micro):
+            return None
+        out = run([micro, "--benchmark_filter=BM_LineRoundTrip", "--benchmark_min_time=0.1",
+                   "--benchmark_format=json"])
+        runs = [b for b in json.loads(out)["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+        return runs[0]["real_time"] if runs and runs[0].get("time_unit") == "ns" else None
 
     def limits(self):
         micro = os.path.join(BENCH, "strata-micro")
@@ -358,7 +377,7 @@ def main():
         saved = json.load(open(args.from_json))
         results = {tuple(k.split("|")): {int(sz): v for sz, v in d.items()} for k, d in saved["results"].items()}
         return write_report(args, colls, saved["libs"], results, saved["limits"], saved["commands"],
-                            saved["date"], saved["argv"], saved.get("notes", []))
+                            saved["date"], saved["argv"], saved.get("notes", []), saved.get("probes", []))
     env = {"local": Local, "netns": Netns, "gpu": Gpu}[args.scenario](args)
     try:
         libs = env.libraries()
@@ -386,11 +405,13 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     date, argv = time.strftime("%Y-%m-%d"), " ".join(sys.argv[1:])
     notes = getattr(env, "notes", [])
+    probes = getattr(env, "probes", [])
     with open(os.path.join(args.out, f"{report_name(args)}.json"), "w") as f:
         json.dump({"libs": libs, "limits": limits, "commands": commands, "date": date, "argv": argv,
-                   "notes": notes, "results": {f"{lib}|{coll}": {str(sz): v for sz, v in d.items()}
-                                               for (lib, coll), d in results.items()}}, f)
-    write_report(args, colls, libs, results, limits, commands, date, argv, notes)
+                   "notes": notes, "probes": probes,
+                   "results": {f"{lib}|{coll}": {str(sz): v for sz, v in d.items()}
+                               for (lib, coll), d in results.items()}}, f)
+    write_report(args, colls, libs, results, limits, commands, date, argv, notes, probes)
 
 
 def table(results, libs, coll, sizes, key, heading, best, suffix):
@@ -472,7 +493,26 @@ def single_copy_bound(results, libs, limits, n):
     return out
 
 
-def write_report(args, colls, libs, results, limits, commands, date, argv, notes=()):
+def machine_state(probes, libs):
+    """Report lines on the line round trips timed before each launch (Local.measure): how many
+    launches of each library met this VM's slow state."""
+    times = [p["round_trip_ns"] for p in probes if p.get("round_trip_ns")]
+    if not times:
+        return []
+    slow = Local.SLOW_ROUND_TRIP_NS
+    per_lib = []
+    for lib in libs:
+        mine = [p["round_trip_ns"] for p in probes if p["lib"] == lib and p.get("round_trip_ns")]
+        if mine:
+            per_lib.append(f"{lib} {sum(t > slow for t in mine)} of {len(mine)}")
+    return ["", f"The machine's state: a cache line's round trip between the first two cores "
+            f"(strata-micro BM_LineRoundTrip), timed before each of the {len(times)} launches, took "
+            f"{med(times):.0f} ns (median; {min(times):.0f}–{max(times):.0f}). Over {slow} ns is this VM's "
+            f"slow state, in which shared-memory hand-overs cost 3-4x (docs/benchmarks/tiny-calls.md); "
+            f"launches that met it: {', '.join(per_lib)}. The state can also change during a launch."]
+
+
+def write_report(args, colls, libs, results, limits, commands, date, argv, notes=(), probes=()):
     os.makedirs(args.out, exist_ok=True)
     name = report_name(args)
     n = 2 if args.scenario == "netns" else args.np
@@ -502,6 +542,7 @@ def write_report(args, colls, libs, results, limits, commands, date, argv, notes
             lines.append(f"- {what}: {val:.2f} GB/s" + (f" (median of {spread[2]}, one after each repetition: "
                                                           f"{spread[0]:.2f}–{spread[1]:.2f})" if spread else ""))
         lines += single_copy_bound(results, libs, {lim[0]: lim[1] for lim in limits}, n)
+    lines += machine_state(probes, libs)
     for coll in colls:
         sizes = sorted({s for lib in libs for s in results.get((lib, coll), {})})
         lines += ["", f"## {coll}", "", f"![{coll}]({name}-{coll}.png)", ""]
