@@ -174,9 +174,9 @@ class ShmSegment {
   // The header of the slot packet `packet` takes in the slots or (`small`)
   // in the small lane.
   ShmSlotHeader* slotHeader(uint64_t packet, bool small = false) const {
-    uint8_t* slots = static_cast<uint8_t*>(base_) + kShmHeaderBytes;
     if (small) return reinterpret_cast<ShmSlotHeader*>(smallLane_ + (packet % kShmSmallSlots) * kShmSmallStride);
-    return reinterpret_cast<ShmSlotHeader*>(slots + (packet % slots_) * stride_);
+    return reinterpret_cast<ShmSlotHeader*>(static_cast<uint8_t*>(base_) + kShmHeaderBytes +
+                                            (packet % slots_) * stride_);
   }
   // Where packet `packet`'s bytes start: after the word if it is compact
   // (kShmCompactBytes or fewer), else after the slot header. Lent and
