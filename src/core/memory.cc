@@ -91,31 +91,39 @@ uint64_t coarseNowNs() {
 
 // Set once CUDA's queries were found (cudaQueries), never cleared.
 std::atomic<bool> cudaFound{false};
+CudaQueries foundQueries;  // written once, before cudaFound is set
+constexpr CudaQueries kNoQueries;
+// When the queries may be looked for again (coarseNowNs), and how many
+// libraries the process had loaded at the last look.
+std::atomic<uint64_t> nextLookNs{0};
+std::atomic<unsigned long long> loadedAtLastLook{~0ull};
+std::mutex lookMutex;
+
+// cudaQueries' look, due at `now`: kept out of line, so that the calls that
+// need no look (all but one a tick) save and restore no registers for it.
+[[gnu::noinline]] const CudaQueries& lookForCuda(uint64_t now) {
+  nextLookNs.store(now + kLookAgainNs, std::memory_order_relaxed);
+  const unsigned long long loaded = librariesLoaded();
+  if (loaded == loadedAtLastLook.load(std::memory_order_relaxed)) return kNoQueries;
+  std::lock_guard<std::mutex> lock(lookMutex);
+  if (cudaFound.load(std::memory_order_relaxed)) return foundQueries;
+  loadedAtLastLook.store(loaded, std::memory_order_relaxed);
+  CudaQueries q = findCuda();
+  if (!q.driver && !q.runtime) return kNoQueries;
+  foundQueries = q;
+  cudaFound.store(true, std::memory_order_release);
+  return foundQueries;
+}
 
 // The queries, looked up again while CUDA is absent whenever the process has
 // loaded another library since the last look, so that a process that loads
 // CUDA after its first host collective still has its device pointers
 // recognised, and one that never does pays no lookup per call.
-const CudaQueries& cudaQueries() {
-  static const CudaQueries none;
-  static CudaQueries found;  // written once, before cudaFound is set
-  static std::atomic<unsigned long long> loadedAtLastLook{~0ull};
-  static std::atomic<uint64_t> nextLookNs{0};
-  static std::mutex mu;
-  if (cudaFound.load(std::memory_order_acquire)) return found;
+inline const CudaQueries& cudaQueries() {
+  if (cudaFound.load(std::memory_order_acquire)) return foundQueries;
   const uint64_t now = coarseNowNs();
-  if (now < nextLookNs.load(std::memory_order_relaxed)) return none;
-  nextLookNs.store(now + kLookAgainNs, std::memory_order_relaxed);
-  const unsigned long long loaded = librariesLoaded();
-  if (loaded == loadedAtLastLook.load(std::memory_order_relaxed)) return none;
-  std::lock_guard<std::mutex> lock(mu);
-  if (cudaFound.load(std::memory_order_relaxed)) return found;
-  loadedAtLastLook.store(loaded, std::memory_order_relaxed);
-  CudaQueries q = findCuda();
-  if (!q.driver && !q.runtime) return none;
-  found = q;
-  cudaFound.store(true, std::memory_order_release);
-  return found;
+  if (now < nextLookNs.load(std::memory_order_relaxed)) return kNoQueries;
+  return lookForCuda(now);
 }
 
 }  // namespace

@@ -6,16 +6,6 @@
 
 namespace strata {
 
-bool fusible(Coll c) {
-  return c == Coll::kAllReduce || c == Coll::kReduceScatter || c == Coll::kAllGather ||
-         c == Coll::kBroadcast || c == Coll::kReduce || c == Coll::kAllToAll;
-}
-
-size_t fusedBytes(const Request& r, int nranks) {
-  bool blocks = r.coll == Coll::kReduceScatter || r.coll == Coll::kAllGather || r.coll == Coll::kAllToAll;
-  return r.count * dtypeSize(r.dtype) * (blocks ? size_t(nranks) : 1);
-}
-
 namespace {
 
 struct OpenBucket {
@@ -46,27 +36,32 @@ std::vector<Bucket> planBuckets(const std::vector<Request>& reqs, size_t thresho
 std::vector<Bucket> planBuckets(const std::vector<const Request*>& reqs, size_t threshold, int nranks) {
   std::vector<Bucket> out;
   std::vector<OpenBucket> open;
+  // The open bucket the previous request went to: a training step's tensors
+  // are mostly of one kind, so it is tried before a search of them all.
+  size_t last = 0;
   for (size_t i = 0; i < reqs.size(); ++i) {
     const Request& r = *reqs[i];
     if (r.count == 0 && r.coll != Coll::kBarrier) continue;
-    size_t bytes = fusedBytes(r, nranks);
+    const size_t bytes = fusedBytes(r, nranks);
     if (!fusible(r.coll) || threshold == 0 || bytes >= threshold) {
       out.push_back(Bucket{{i}, false});
       continue;
     }
-    auto it = std::find_if(open.begin(), open.end(), [&](const OpenBucket& b) { return sameKind(b, r); });
-    if (it != open.end() && it->bytes + bytes > threshold) {
-      out[it->index].full = true;
-      open.erase(it);
-      it = open.end();
+    if (last >= open.size() || !sameKind(open[last], r)) {
+      auto it = std::find_if(open.begin(), open.end(), [&](const OpenBucket& b) { return sameKind(b, r); });
+      last = size_t(it - open.begin());
     }
-    if (it == open.end()) {
+    if (last < open.size() && open[last].bytes + bytes > threshold) {
+      out[open[last].index].full = true;
+      open.erase(open.begin() + std::ptrdiff_t(last));
+      last = open.size();
+    }
+    if (last == open.size()) {
       open.push_back(OpenBucket{r.coll, r.dtype, r.redop, r.root, 0, out.size()});
       out.push_back(Bucket{});
-      it = open.end() - 1;
     }
-    out[it->index].members.push_back(i);
-    it->bytes += bytes;
+    out[open[last].index].members.push_back(i);
+    open[last].bytes += bytes;
   }
   return out;
 }

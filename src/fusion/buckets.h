@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "core/dtype.h"
 #include "exec/request.h"
 
 namespace strata {
@@ -18,10 +19,16 @@ struct Bucket {
 };
 
 // Whether a collective can be fused with others of its kind.
-bool fusible(Coll coll);
+inline bool fusible(Coll c) {
+  return c == Coll::kAllReduce || c == Coll::kReduceScatter || c == Coll::kAllGather ||
+         c == Coll::kBroadcast || c == Coll::kReduce || c == Coll::kAllToAll;
+}
 
 // Bytes a request puts in a fused buffer (its larger side).
-size_t fusedBytes(const Request& r, int nranks);
+inline size_t fusedBytes(const Request& r, int nranks) {
+  bool blocks = r.coll == Coll::kReduceScatter || r.coll == Coll::kAllGather || r.coll == Coll::kAllToAll;
+  return r.count * dtypeSize(r.dtype) * (blocks ? size_t(nranks) : 1);
+}
 
 // Buckets in the order they run: by the position of their first member.
 // thresholdBytes 0 gives every request a bucket of its own; a request of at

@@ -49,18 +49,14 @@ std::shared_ptr<FusionCompletion> FusionContext::add(uint64_t key, const Request
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (failCode_ != strataSuccess)
-      fail(failCode_, "the fusion context failed earlier: %s", failMessage_.c_str());
-    if (!liveKeys_.insert(key))
-      fail(strataInvalidUsage, "strataFusionAllReduce: key %llu was added before and has not completed yet",
-           (unsigned long long)key);
+    if (failCode_ != strataSuccess || !liveKeys_.insert(key)) refuseAdd(key);
     const bool wasEmpty = pending_.empty();
     if (wasEmpty) {  // busy is cleared only once pending_ is empty (loop)
       deadline_ = std::chrono::steady_clock::now() + cycle_;
       comm_.fusionBusy = true;
     }
     if (cb) ++liveCallbacks_;
-    pending_.push_back(Pending{key, r, cb, userData, done});
+    pending_.push_back(Pending{key, r, cb, userData, std::move(done)});
     pendingBytes_ += r.count * dtypeSize(r.dtype);
     addedSinceRound_ = addedSinceWait_ = true;
     // The thread only needs waking when this add changes what it waits for:
@@ -69,9 +65,16 @@ std::shared_ptr<FusionCompletion> FusionContext::add(uint64_t key, const Request
     // full buffer flushes now. Waking it on every add cost a context switch
     // per tensor; on every step's first add, two per step.
     wake = (wasEmpty && !clockedWait_) || pendingBytes_ >= threshold_;
+    if (wantHandle) done = pending_.back().done;
   }
   if (wake) wake_.notify_all();
   return done;
+}
+
+void FusionContext::refuseAdd(uint64_t key) {
+  if (failCode_ != strataSuccess) fail(failCode_, "the fusion context failed earlier: %s", failMessage_.c_str());
+  fail(strataInvalidUsage, "strataFusionAllReduce: key %llu was added before and has not completed yet",
+       (unsigned long long)key);
 }
 
 void FusionContext::flush() {
@@ -205,12 +208,16 @@ void FusionContext::finishAll(const std::vector<Pending*>& done, strataResult_t 
 
 void FusionContext::runRound(std::vector<Pending>& snapshot, Reason reason) {
   static const char* reasonName[] = {"full", "cycle", "flush"};
-  std::vector<bool>& handled = handled_;
-  handled.assign(snapshot.size(), false);
+  std::vector<uint8_t>& handled = handled_;
+  handled.assign(snapshot.size(), 0);
+  size_t handledCount = 0;
   try {
     std::vector<PendingKey>& keys = keys_;
-    keys.clear();
-    for (const Pending& p : snapshot) keys.push_back({p.key, p.req.count, p.req.dtype, p.req.redop});
+    keys.resize(snapshot.size());
+    for (size_t i = 0; i < snapshot.size(); ++i) {
+      const Pending& p = snapshot[i];
+      keys[i] = PendingKey{p.key, p.req.count, p.req.dtype, p.req.redop};
+    }
     Agreement agreed;
     try {
       agreed = negotiate(comm_, keys);
@@ -224,43 +231,43 @@ void FusionContext::runRound(std::vector<Pending>& snapshot, Reason reason) {
     }
     for (auto& [i, why] : agreed.mismatched) {
       finish(snapshot[i], strataMismatch, why);
-      handled[i] = true;
+      handled[i] = 1;
+      ++handledCount;
     }
     // Fused all-reduces of what is ready everywhere, per (dtype, op), up to the threshold.
     std::vector<const Request*>& ready = ready_;
-    std::vector<size_t>& index = readyIndex_;
-    ready.clear();
-    index.clear();
-    for (size_t i : agreed.ready) {
-      ready.push_back(&snapshot[i].req);
-      index.push_back(i);
-    }
+    const std::vector<size_t>& index = agreed.ready;  // ready[m] is snapshot[index[m]]
+    ready.resize(index.size());
+    for (size_t m = 0; m < index.size(); ++m) ready[m] = &snapshot[index[m]].req;
     std::vector<Bucket> buckets = planBuckets(ready, threshold_, comm_.nranks());
-    std::vector<const Request*> members;
-    std::vector<uint64_t> bucketKeys;
-    std::vector<Pending*> finished;
+    std::vector<const Request*>& members = members_;
+    std::vector<uint64_t>& bucketKeys = bucketKeys_;
+    std::vector<Pending*>& finished = finished_;
     for (const Bucket& b : buckets) {
-      members.clear();
-      bucketKeys.clear();
-      size_t bytes = 0;
-      for (size_t m : b.members) {
-        members.push_back(ready[m]);
-        bucketKeys.push_back(snapshot[index[m]].key);
-        bytes += ready[m]->count * dtypeSize(ready[m]->dtype);
+      members.resize(b.members.size());
+      bucketKeys.resize(b.members.size());
+      finished.resize(b.members.size());
+      for (size_t k = 0; k < b.members.size(); ++k) {
+        const size_t m = b.members[k];
+        Pending& p = snapshot[index[m]];
+        members[k] = &p.req;
+        bucketKeys[k] = p.key;
+        finished[k] = &p;
       }
-      STRATA_INFO("fusion: rank %d flushes %zu tensors, %zu bytes, %s %s (reason: %s)", comm_.rank(),
-                  members.size(), bytes, dtypeName(members[0]->dtype), redOpName(members[0]->redop),
-                  reasonName[int(reason)]);
+      if (logLevel() >= LogLevel::kInfo) {
+        size_t bytes = 0;
+        for (const Request* r : members) bytes += r->count * dtypeSize(r->dtype);
+        STRATA_INFO("fusion: rank %d flushes %zu tensors, %zu bytes, %s %s (reason: %s)", comm_.rank(),
+                    members.size(), bytes, dtypeName(members[0]->dtype), redOpName(members[0]->redop),
+                    reasonName[int(reason)]);
+      }
       if (members.size() == 1) {
-        runCollective(snapshot[index[b.members[0]]].req);
+        runCollective(finished[0]->req);
       } else {
         runFused(members, &bucketKeys);
       }
-      finished.clear();
-      for (size_t m : b.members) {
-        finished.push_back(&snapshot[index[m]]);
-        handled[index[m]] = true;
-      }
+      for (size_t m : b.members) handled[index[m]] = 1;
+      handledCount += b.members.size();
       finishAll(finished, strataSuccess, "");
     }
   } catch (const Error& e) {
@@ -273,8 +280,9 @@ void FusionContext::runRound(std::vector<Pending>& snapshot, Reason reason) {
     failMessage_ = format("fusion context: %s", e.what());
   }
   std::vector<Pending> left;
-  for (size_t i = 0; i < snapshot.size(); ++i)
-    if (!handled[i]) left.push_back(std::move(snapshot[i]));
+  if (handledCount < snapshot.size())
+    for (size_t i = 0; i < snapshot.size(); ++i)
+      if (!handled[i]) left.push_back(std::move(snapshot[i]));
   std::unique_lock<std::mutex> lock(mu_);
   if (failCode_ != strataSuccess) {
     std::string msg = failMessage_;

@@ -71,6 +71,8 @@ class FusionContext {
     std::shared_ptr<FusionCompletion> done;
   };
   void loop();
+  // Throws why add() refuses `key`: the context failed, or the key is in flight.
+  [[noreturn, gnu::cold, gnu::noinline]] void refuseAdd(uint64_t key);
   // The thread's timed wait (loop): adds meanwhile need not wake it.
   void waitClocked(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point until);
   // Takes what is pending and runs one round on this thread (runRound);
@@ -96,8 +98,10 @@ class FusionContext {
   std::vector<Pending> snapshot_;   // the round's tensors (swapped with pending_)
   std::vector<PendingKey> keys_;
   std::vector<const Request*> ready_;
-  std::vector<size_t> readyIndex_;
-  std::vector<bool> handled_;
+  std::vector<const Request*> members_;  // a bucket's requests, keys and tensors
+  std::vector<uint64_t> bucketKeys_;
+  std::vector<Pending*> finished_;
+  std::vector<uint8_t> handled_;         // per tensor of the round: completed (bool as bytes: no bit ops)
   KeySet liveKeys_;  // keys added and not completed yet (add() refuses them)
   size_t pendingBytes_ = 0;
   std::chrono::steady_clock::time_point deadline_;

@@ -18,7 +18,7 @@ class KeySet {
     if ((size_ + 1) * 4 > slots_.size() * 3) grow();
     size_t i = find(key);
     if (used_[i]) return false;
-    used_[i] = true;
+    used_[i] = 1;
     slots_[i] = key;
     ++size_;
     return true;
@@ -37,13 +37,13 @@ class KeySet {
         i = j;
       }
     }
-    used_[i] = false;
+    used_[i] = 0;
     --size_;
   }
   // Empties the set, keeping its slots.
   void clear() {
     if (size_ == 0) return;
-    std::fill(used_.begin(), used_.end(), false);
+    std::fill(used_.begin(), used_.end(), uint8_t(0));
     size_ = 0;
   }
   bool contains(uint64_t key) const { return !slots_.empty() && used_[find(key)]; }
@@ -65,15 +65,15 @@ class KeySet {
   }
   void grow() {
     std::vector<uint64_t> old = std::move(slots_);
-    std::vector<bool> oldUsed = std::move(used_);
+    std::vector<uint8_t> oldUsed = std::move(used_);
     slots_.assign(old.empty() ? 64 : old.size() * 2, 0);
-    used_.assign(slots_.size(), false);
+    used_.assign(slots_.size(), 0);
     size_ = 0;
     for (size_t i = 0; i < old.size(); ++i)
       if (oldUsed[i]) insert(old[i]);
   }
   std::vector<uint64_t> slots_;  // size a power of two
-  std::vector<bool> used_;
+  std::vector<uint8_t> used_;  // per slot: holds a key (bytes, not std::vector<bool>'s bits: no bit ops)
   size_t size_ = 0;
 };
 
