@@ -104,43 +104,6 @@ TEST(Segments, AdjacentPiecesMerge) {
   EXPECT_EQ(run, 95u);
 }
 
-// Every offset of a range of many pieces, walked forwards (the executor's
-// order: the same piece, then the next) and at random (a search), against a
-// byte-by-byte reference; an empty range and a cleared one refuse every offset.
-TEST(Segments, EveryOffsetOfManyPiecesForwardsAndAtRandom) {
-  std::mt19937_64 rng(7);
-  std::vector<std::vector<uint8_t>> store;
-  std::vector<uint8_t*> byteAt;  // reference: where each offset of the range lies
-  Segments s;
-  size_t run;
-  EXPECT_THROW(s.locate(0, &run), Error);
-  for (int i = 0; i < 301; ++i) {
-    store.emplace_back(1 + rng() % 97);
-    s.append(store.back().data(), i % 7 == 3 ? 0 : store.back().size());
-    if (i % 7 != 3)
-      for (auto& b : store.back()) byteAt.push_back(&b);
-  }
-  ASSERT_EQ(s.bytes(), byteAt.size());
-  auto check = [&](size_t at) {
-    uint8_t* p = s.locate(at, &run);
-    ASSERT_EQ(p, byteAt[at]) << "offset " << at;
-    ASSERT_GE(run, 1u);
-    ASSERT_LE(at + run, byteAt.size());
-    for (size_t k = 1; k < run; ++k) ASSERT_EQ(byteAt[at + k], p + k) << "offset " << at << " + " << k;
-    if (at + run < byteAt.size()) EXPECT_NE(byteAt[at + run], p + run) << "the run ends where its piece ends";
-  };
-  for (size_t at = 0; at < byteAt.size(); ++at) check(at);
-  for (int i = 0; i < 2000; ++i) check(rng() % byteAt.size());
-  EXPECT_THROW(s.locate(byteAt.size(), &run), Error);
-  s.clear();
-  EXPECT_EQ(s.bytes(), 0u);
-  EXPECT_EQ(s.pieces(), 0u);
-  EXPECT_THROW(s.locate(0, &run), Error);
-  s.append(store[0].data(), store[0].size());
-  EXPECT_EQ(s.locate(store[0].size() - 1, &run), store[0].data() + store[0].size() - 1);
-  EXPECT_EQ(run, 1u);
-}
-
 TEST(MultiCopy, CopiesEveryItemExactlyAtOddSizesAndAlignments) {
   std::mt19937_64 rng(3);
   std::vector<uint8_t> src(1 << 20), dst(1 << 20, 0);

@@ -65,5 +65,26 @@ TEST(Segments, EveryLookupFindsTheByteALinearScanFinds) {
   }
 }
 
+// An empty range, and one emptied by clear(), refuse every offset; a range
+// filled again after clear() is found afresh (no piece left from before).
+TEST(Segments, EmptyAndClearedRangesRefuseEveryOffset) {
+  std::vector<uint8_t> a(100), b(50);
+  Segments seg;
+  size_t run = 0;
+  EXPECT_EQ(seg.bytes(), 0u);
+  EXPECT_THROW(seg.locate(0, &run), Error);
+  seg.append(a.data(), 100);
+  seg.append(b.data(), 50);
+  EXPECT_EQ(seg.locate(120, &run), b.data() + 20);
+  seg.clear();
+  EXPECT_EQ(seg.bytes(), 0u);
+  EXPECT_EQ(seg.pieces(), 0u);
+  EXPECT_THROW(seg.locate(0, &run), Error);
+  seg.append(b.data() + 10, 7);
+  EXPECT_EQ(seg.locate(6, &run), b.data() + 16);
+  EXPECT_EQ(run, 1u);
+  EXPECT_THROW(seg.locate(7, &run), Error);
+}
+
 }  // namespace
 }  // namespace strata
