@@ -51,8 +51,8 @@ class TcpStream {
   size_t sendHead_ = 0, sendTail_ = 0;
   uint8_t directHeader_[kFrameHeaderBytes];
   size_t directHeaderLeft_ = 0;  // header bytes of the direct frame not yet written
-  size_t directLeft_ = 0;
-  uint64_t announcedSeq_ = 0;  // from ARRIVED frames        // payload bytes of the direct frame not yet written
+  size_t directLeft_ = 0;        // payload bytes of the direct frame not yet written
+  uint64_t announcedSeq_ = 0;    // from ARRIVED frames
   // Receive side: bytes [recvHead_, recvTail_) arrived and not yet consumed.
   std::vector<uint8_t> recvBuf_;
   size_t recvHead_ = 0, recvTail_ = 0;
