@@ -25,7 +25,7 @@ void Segments::clear() {
 }
 
 size_t Segments::findPiece(size_t at) const {
-  if (at >= bytes() || ptrs_.empty())
+  if (at >= bytes())  // an empty range has 0 bytes
     fail(strataInternalError, "fused buffer offset %zu is outside its %zu bytes", at, bytes());
   const size_t i = size_t(std::upper_bound(starts_.begin(), starts_.end(), at) - starts_.begin()) - 1;
   lastPiece_ = i;

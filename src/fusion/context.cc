@@ -56,7 +56,7 @@ std::shared_ptr<FusionCompletion> FusionContext::add(uint64_t key, const Request
       comm_.fusionBusy = true;
     }
     if (cb) ++liveCallbacks_;
-    pending_.push_back(Pending{key, r, cb, userData, std::move(done)});
+    pending_.push_back(Pending{key, r, cb, userData, done});
     pendingBytes_ += r.count * dtypeSize(r.dtype);
     addedSinceRound_ = addedSinceWait_ = true;
     // The thread only needs waking when this add changes what it waits for:
@@ -65,7 +65,6 @@ std::shared_ptr<FusionCompletion> FusionContext::add(uint64_t key, const Request
     // full buffer flushes now. Waking it on every add cost a context switch
     // per tensor; on every step's first add, two per step.
     wake = (wasEmpty && !clockedWait_) || pendingBytes_ >= threshold_;
-    if (wantHandle) done = pending_.back().done;
   }
   if (wake) wake_.notify_all();
   return done;
@@ -256,7 +255,7 @@ void FusionContext::runRound(std::vector<Pending>& snapshot, Reason reason) {
       }
       if (logLevel() >= LogLevel::kInfo) {
         size_t bytes = 0;
-        for (const Request* r : members) bytes += r->count * dtypeSize(r->dtype);
+        for (const Request* r : members) bytes += fusedBytes(*r, comm_.nranks());
         STRATA_INFO("fusion: rank %d flushes %zu tensors, %zu bytes, %s %s (reason: %s)", comm_.rank(),
                     members.size(), bytes, dtypeName(members[0]->dtype), redOpName(members[0]->redop),
                     reasonName[int(reason)]);
