@@ -264,6 +264,49 @@ TEST(SingleCopy, RefusedCrossMemoryReadsKeepTheRingAndTheResults) {
   std::system((std::string("rm -rf ") + dir).c_str());
 }
 
+// The decisions each process that logged one wrote in its file of `dir`:
+// what follows "shm single copy: ", one line each.
+std::vector<std::string> singleCopyDecisions(const std::string& dir) {
+  std::vector<std::string> decisions;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream in(dir + "/" + e->d_name);
+      std::string line, found;
+      const std::string marker = "shm single copy: ";
+      while (std::getline(in, line))
+        if (size_t at = line.find(marker); at != std::string::npos) found += line.substr(at + marker.size()) + "\n";
+      if (!found.empty()) decisions.push_back(found);
+    }
+    closedir(d);
+  }
+  return decisions;
+}
+
+// Measured single copy (no STRATA_SHM_SINGLE_COPY_BYTES): each process
+// measures its own copy rates, and the two sides of a link decide from the
+// same figures (agreedSingleCopyCosts), so both ranks log one and the same
+// decision, and the results match the reference over it.
+TEST(SingleCopy, BothSidesOfALinkDecideAlikeFromTheirMeasurements) {
+  char dir[] = "/tmp/strata-single-copy-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  test::RankSpec spec;
+  spec.nranks = 2;
+  spec.initComm = false;
+  spec.env = {{"STRATA_TRANSPORT", "shm"}, {"STRATA_TIMEOUT_MS", "60000"}, {"STRATA_DEBUG", "INFO"},
+              {"STRATA_DEBUG_FILE", std::string(dir) + "/log.%p"}};
+  spec.deadlineSec = 300;
+  auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t, const strataUniqueId& id) {
+    return runCases(rank, n, id, false, [](const test::Case& c) { return c.dtype == strataFloat32; });
+  });
+  EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+  const std::vector<std::string> decisions = singleCopyDecisions(dir);
+  ASSERT_EQ(decisions.size(), 2u) << readAll(dir);
+  EXPECT_NE(decisions[0].find("measured on this host"), std::string::npos) << decisions[0];
+  EXPECT_EQ(decisions[0], decisions[1]) << "the two ranks of one link decided differently";
+  std::system((std::string("rm -rf ") + dir).c_str());
+}
+
 // strataMemAlloc memory (transports/shm/mapped_memory.h): the same matrix
 // with every buffer in regions the peers map, lent by name from the smallest
 // packet on; with cross-memory reads refused (mapping needs no ptrace

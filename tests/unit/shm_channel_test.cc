@@ -619,5 +619,43 @@ TEST(SingleCopyThresholds, FollowTheMeasuredRates) {
   EXPECT_NE(why.find("Operation not permitted"), std::string::npos) << why;
 }
 
+// Two processes' measurements that straddle the break-even (the Intel VM,
+// one launch: 5.9 against 10.1 GB/s, and 4.4 against 12.2) would have one
+// side lend and the other keep the ring; both sides decide from their mean,
+// whichever computes it. A side that measured nothing, or was refused,
+// leaves the other's figures.
+TEST(SingleCopyThresholds, BothSidesOfALinkDecideFromTheSameCosts) {
+  SingleCopyCosts a, b;
+  a.memcpyGBps = 10.1, a.kernelGBps = 5.9, a.callUs = 0.9;
+  b.memcpyGBps = 12.2, b.kernelGBps = 4.4, b.callUs = 0.5;
+  std::string whyA, whyB;
+  ASSERT_EQ(singleCopyThresholdsFor(a, &whyA).againstTwoCopies, kSingleCopyMinBytes) << whyA;
+  ASSERT_EQ(singleCopyThresholdsFor(b, &whyB).againstTwoCopies, kSingleCopyNever) << whyB;
+
+  const SingleCopyCosts ab = agreedSingleCopyCosts(a, b), ba = agreedSingleCopyCosts(b, a);
+  EXPECT_EQ(ab.memcpyGBps, ba.memcpyGBps);
+  EXPECT_EQ(ab.kernelGBps, ba.kernelGBps);
+  EXPECT_EQ(ab.callUs, ba.callUs);
+  EXPECT_DOUBLE_EQ(ab.memcpyGBps, 11.15);
+  EXPECT_DOUBLE_EQ(ab.kernelGBps, 5.15);
+  EXPECT_DOUBLE_EQ(ab.callUs, 0.7);
+  const SingleCopyThresholds tab = singleCopyThresholdsFor(ab, &whyA), tba = singleCopyThresholdsFor(ba, &whyB);
+  EXPECT_EQ(tab.againstTwoCopies, tba.againstTwoCopies);
+  EXPECT_EQ(tab.againstOneCopy, tba.againstOneCopy);
+  EXPECT_EQ(tab.sharedAgainstOneCopy, tba.sharedAgainstOneCopy);
+  EXPECT_EQ(whyA, whyB);
+  // 2 / 11.15 < 1 / 5.15 ns per byte: the ring's two copies are faster.
+  EXPECT_EQ(tab.againstTwoCopies, kSingleCopyNever) << whyA;
+
+  SingleCopyCosts unmeasured, refused;
+  refused.failure = "process_vm_readv refused: Operation not permitted";
+  for (const SingleCopyCosts& other : {unmeasured, refused}) {
+    EXPECT_EQ(agreedSingleCopyCosts(a, other).kernelGBps, a.kernelGBps);
+    EXPECT_EQ(agreedSingleCopyCosts(other, a).kernelGBps, a.kernelGBps);
+    EXPECT_EQ(agreedSingleCopyCosts(other, a).memcpyGBps, a.memcpyGBps);
+  }
+  EXPECT_FALSE(agreedSingleCopyCosts(refused, unmeasured).failure.empty());
+}
+
 }  // namespace
 }  // namespace strata

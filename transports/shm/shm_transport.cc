@@ -110,39 +110,50 @@ void logSingleCopy(const std::string& why) {
 
 // What a side tells its peer at set-up: its inbox's name, then (single copy)
 // its pid and where its inbox is mapped in its own address space, so that the
-// peer can check it may read this process's memory.
+// peer can check it may read this process's memory, and its measured copy
+// rates (all 0 where it did not measure them), so that both sides decide
+// whether to lend from the same figures (agreedSingleCopyCosts).
 struct ShmSetup {
   std::string inboxName;
   uint64_t pid = 0;
   uint64_t inboxAddress = 0;
+  double memcpyGBps = 0, kernelGBps = 0, callUs = 0;
 };
+constexpr size_t kSetupWords = 5;  // after the name's NUL: pid, address, three rates
 
 SetupBlob encodeSetup(const ShmSetup& s) {
   SetupBlob b(s.inboxName.begin(), s.inboxName.end());
   b.push_back(0);
   const size_t at = b.size();
-  b.resize(at + 16);
+  b.resize(at + 8 * kSetupWords);
   std::memcpy(b.data() + at, &s.pid, 8);
   std::memcpy(b.data() + at + 8, &s.inboxAddress, 8);
+  std::memcpy(b.data() + at + 16, &s.memcpyGBps, 8);
+  std::memcpy(b.data() + at + 24, &s.kernelGBps, 8);
+  std::memcpy(b.data() + at + 32, &s.callUs, 8);
   return b;
 }
 
 bool decodeSetup(const SetupBlob& b, ShmSetup* s) {
   auto nul = std::find(b.begin(), b.end(), uint8_t(0));
-  if (nul == b.end() || size_t(b.end() - nul) != 17) return false;
+  if (nul == b.end() || size_t(b.end() - nul) != 1 + 8 * kSetupWords) return false;
   s->inboxName.assign(b.begin(), nul);
   std::memcpy(&s->pid, &*nul + 1, 8);
   std::memcpy(&s->inboxAddress, &*nul + 9, 8);
+  std::memcpy(&s->memcpyGBps, &*nul + 17, 8);
+  std::memcpy(&s->kernelGBps, &*nul + 25, 8);
+  std::memcpy(&s->callUs, &*nul + 33, 8);
+  for (double rate : {s->memcpyGBps, s->kernelGBps, s->callUs})
+    if (!(rate >= 0 && rate < 1e9)) return false;  // NaN too
   const std::string& n = s->inboxName;
   return !n.empty() && n[0] == '/' && n.find('/', 1) == std::string::npos && n.size() <= 255;
 }
 
 class ShmChannel : public LivenessChannel {
  public:
-  // `lendFrom`: packets from this size on are lent (single copy) once the
+  // `lendFrom`: packets from these sizes on are lent (single copy) once the
   // peer has said it can read this process, by what the sender does
-  // meanwhile (single_copy.h); kSingleCopyNever: never; kSingleCopyMeasured
-  // (in both): measured at the first packet that could be lent.
+  // meanwhile (single_copy.h); kSingleCopyNever: never.
   // `mappedFrom`: packets from this size on that lie in strataMemAlloc
   // memory are lent by name (no permission needed: the peer maps the region).
   // `peerProcess`: the peer's pid (`peerPid`: the same, or 0 where this side
@@ -150,10 +161,10 @@ class ShmChannel : public LivenessChannel {
   // `storeMode`: how large packets are stored into the peer's slots.
   // `timeoutMs`: the longest a shared read waits for the peer's chunks.
   ShmChannel(std::unique_ptr<ShmSegment> inbox, std::unique_ptr<ShmSegment> outbox, Fd socket,
-             int peer, pid_t peerProcess, pid_t peerPid, size_t lendFrom, size_t mappedFrom,
+             int peer, pid_t peerProcess, pid_t peerPid, SingleCopyThresholds lendFrom, size_t mappedFrom,
              StoreModeSetting storeMode, int timeoutMs)
       : LivenessChannel(std::move(socket), peer), inbox_(std::move(inbox)), outbox_(std::move(outbox)),
-        peerProcess_(peerProcess), peerPid_(peerPid), lendFrom_{lendFrom, lendFrom, lendFrom}, mappedFrom_(mappedFrom),
+        peerProcess_(peerProcess), peerPid_(peerPid), lendFrom_(lendFrom), mappedFrom_(mappedFrom),
         storeWriter_(storeMode), releaseEvery_{std::max<uint32_t>(1, inbox_->slots() / 4), kShmSmallSlots / 4},
         timeoutMs_(timeoutMs) {}
 
@@ -217,11 +228,6 @@ class ShmChannel : public LivenessChannel {
       MappedRef all;  // all of them, where one region holds them
       if (lendable > n && findMapped(src, lendable, &all)) ref = all;
       return lendMapped(ref);
-    }
-    if (lendFrom_.againstTwoCopies == kSingleCopyMeasured && n >= kSingleCopyMinBytes && peerReadsUs()) {
-      std::string why;
-      lendFrom_ = measuredSingleCopyThresholds(&why);
-      logSingleCopy(why);
     }
     // A shared read needs this side to write the peer's memory: allowed
     // where it may read it (the same ptrace check), and not given up on.
@@ -567,7 +573,7 @@ class ShmChannel : public LivenessChannel {
   std::unique_ptr<ShmSegment> inbox_, outbox_;
   const pid_t peerProcess_;    // the peer's pid
   const pid_t peerPid_;        // 0: this side cannot read the peer (never accepts lent regions)
-  SingleCopyThresholds lendFrom_;  // smallest packets sent as lent regions (or kSingleCopyMeasured)
+  const SingleCopyThresholds lendFrom_;  // smallest packets sent as lent regions
   const size_t mappedFrom_;    // smallest packet of strataMemAlloc memory lent by name
   StoreModeWriter storeWriter_;  // how this side's large packets to the peer are stored
   bool lastStreamed_ = false;  // the last of them was stored streaming
@@ -646,7 +652,15 @@ class ShmPendingLink : public PendingLink {
     // Single copy: this side reads the peer's memory if it may (tried on the
     // geometry line of the peer's inbox, which both map) and tells the peer so.
     std::string why;
-    size_t lendFrom = singleCopyThreshold(*config_, &why);
+    const size_t threshold = singleCopyThreshold(*config_, &why);
+    SingleCopyThresholds lendFrom{threshold, threshold, threshold};
+    if (threshold == kSingleCopyMeasured) {
+      SingleCopyCosts theirs;
+      theirs.memcpyGBps = peer.memcpyGBps;
+      theirs.kernelGBps = peer.kernelGBps;
+      theirs.callUs = peer.callUs;
+      lendFrom = singleCopyThresholdsFor(agreedSingleCopyCosts(singleCopyCosts(), theirs), &why);
+    }
     pid_t peerPid = 0;
     if (config_->shmSingleCopy) {
       std::string refused;
@@ -698,7 +712,17 @@ std::unique_ptr<PendingLink> ShmTransport::begin(const LinkContext& ctx, SetupBl
   int slots = ctx.config->shmSlots > kMaxShmSlots ? kMaxShmSlots : ctx.config->shmSlots;
   auto inbox = std::make_unique<ShmSegment>();
   inbox->create(name.c_str(), slotBytes, slots);
-  *blob = encodeSetup({name, uint64_t(getpid()), reinterpret_cast<uint64_t>(inbox->base())});
+  ShmSetup setup{name, uint64_t(getpid()), reinterpret_cast<uint64_t>(inbox->base())};
+  std::string why;
+  if (singleCopyThreshold(*ctx.config, &why) == kSingleCopyMeasured) {
+    const SingleCopyCosts& mine = singleCopyCosts();  // measured here, at the process's first link
+    if (mine.failure.empty()) {
+      setup.memcpyGBps = mine.memcpyGBps;
+      setup.kernelGBps = mine.kernelGBps;
+      setup.callUs = mine.callUs;
+    }
+  }
+  *blob = encodeSetup(setup);
   return std::make_unique<ShmPendingLink>(std::move(inbox), name, ctx.peer, ctx.config);
 }
 

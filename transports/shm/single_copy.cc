@@ -33,7 +33,7 @@ bool readSelf(const uint8_t* from, uint8_t* to, size_t n, size_t piece) {
 
 // 4 MiB (beyond a core's cache, as the large messages single copy is for),
 // best of three, the two ways interleaved so that a busy neighbour core
-// slows both alike. A few ms, once per process, at its first large send.
+// slows both alike. A few ms, once per process, at its first shm link's set-up.
 SingleCopyCosts measure() {
   constexpr size_t kBytes = size_t(4) << 20, kPiece = 256 * 1024, kSmall = 4096, kSmallCalls = 64;
   std::vector<uint8_t> from(kBytes), to(kBytes);
@@ -80,7 +80,7 @@ size_t singleCopyThreshold(const Config& config, std::string* why) {
     *why = format("from %zu bytes (STRATA_SHM_SINGLE_COPY_BYTES)", config.shmSingleCopyBytes);
     return config.shmSingleCopyBytes;
   }
-  *why = "measured at the first large send";
+  *why = "measured at set-up";
   return kSingleCopyMeasured;
 }
 
@@ -127,8 +127,15 @@ SingleCopyThresholds singleCopyThresholdsFor(const SingleCopyCosts& c, std::stri
   return t;
 }
 
-SingleCopyThresholds measuredSingleCopyThresholds(std::string* why) {
-  return singleCopyThresholdsFor(singleCopyCosts(), why);
+SingleCopyCosts agreedSingleCopyCosts(const SingleCopyCosts& a, const SingleCopyCosts& b) {
+  const bool aMeasured = a.failure.empty() && a.kernelGBps > 0, bMeasured = b.failure.empty() && b.kernelGBps > 0;
+  if (!aMeasured || !bMeasured) return aMeasured || !bMeasured ? a : b;
+  // a + b == b + a exactly in floating point: both sides get the same bits.
+  SingleCopyCosts mean;
+  mean.memcpyGBps = (a.memcpyGBps + b.memcpyGBps) / 2;
+  mean.kernelGBps = (a.kernelGBps + b.kernelGBps) / 2;
+  mean.callUs = (a.callUs + b.callUs) / 2;
+  return mean;
 }
 
 bool canReadPeerMemory(pid_t pid, uint64_t remote, const void* expected, size_t n, std::string* why) {

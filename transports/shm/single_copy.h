@@ -25,7 +25,8 @@
 
 namespace strata {
 
-// This process's measured copy rates (taken once, on its own memory).
+// This process's measured copy rates (taken once, on its own memory, when
+// its first shm link is set up: a few ms).
 struct SingleCopyCosts {
   double memcpyGBps = 0;    // one user-space copy, bytes copied per ns
   double kernelGBps = 0;    // process_vm_readv in 256 KiB calls
@@ -36,8 +37,8 @@ const SingleCopyCosts& singleCopyCosts();
 
 // The smallest packet a link sends as a lent region, as the settings decide
 // it: kSingleCopyNever (STRATA_SHM_SINGLE_COPY=0), STRATA_SHM_SINGLE_COPY_BYTES,
-// or kSingleCopyMeasured: ask measuredSingleCopyThresholds() at the first
-// packet that large. `why` says which (for the INFO log).
+// or kSingleCopyMeasured: decided at the link's set-up from both sides'
+// measurements (agreedSingleCopyCosts). `why` says which (for the INFO log).
 constexpr size_t kSingleCopyNever = ~size_t(0);
 constexpr size_t kSingleCopyMeasured = kSingleCopyNever - 1;
 // No packet below this is lent on a measured threshold.
@@ -71,9 +72,16 @@ struct SingleCopyThresholds {
 // kSingleCopyNever where the kernel copy does not pay at any size). `why`
 // says what was measured and decided (for the INFO log).
 SingleCopyThresholds singleCopyThresholdsFor(const SingleCopyCosts& costs, std::string* why);
-// The same for this process's copy rates, measured the first time it is
-// asked (a few ms).
-SingleCopyThresholds measuredSingleCopyThresholds(std::string* why);
+
+// The costs both sides of a link decide by: the mean of each side's
+// measurement, the same whichever side computes it, so that the two
+// directions of a link lend alike. Each process measures its own memory,
+// and on a noisy host two measurements straddle the break-even: a 2-rank
+// 4 MiB all-to-all with one direction lending and the other on the ring
+// took 630-750 us, with both alike 455-530 (the Intel Xeon VM). A side
+// that could not measure (`failure`, or nothing measured: kernelGBps 0)
+// leaves the other side's costs; where neither measured, the first's.
+SingleCopyCosts agreedSingleCopyCosts(const SingleCopyCosts& a, const SingleCopyCosts& b);
 
 // Whether this process may read `n` bytes at `remote` in process `pid` and
 // finds `expected` there. On failure `why` names the cause (errno's text).
