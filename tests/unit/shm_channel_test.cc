@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -617,6 +618,49 @@ TEST(SingleCopyThresholds, FollowTheMeasuredRates) {
   t = singleCopyThresholdsFor(costs, &why);
   EXPECT_EQ(t.againstTwoCopies, kSingleCopyNever);
   EXPECT_NE(why.find("Operation not permitted"), std::string::npos) << why;
+}
+
+// A peer's set-up message carries its inbox, pid, address and measured copy
+// rates (single_copy.h); one of the wrong length, or with a rate that is
+// negative, NaN or absurd, is refused with a sentence naming the rank
+// before anything uses it.
+TEST(ShmChannel, AGarbledSetUpMessageIsRefused) {
+  Config config;
+  LinkContext ca, cb;
+  ca.rank = cb.peer = 0;
+  ca.peer = cb.rank = 1;
+  ca.nranks = cb.nranks = 2;
+  ca.initiator = true;
+  ca.commTag = cb.commTag = 0x5eed;
+  ca.config = cb.config = &config;
+  ShmTransport shm;
+  SetupBlob blobA, blobB;
+  auto pendingA = shm.begin(ca, &blobA);
+  auto pendingB = shm.begin(cb, &blobB);  // its inbox is unlinked when pendingB goes
+  ASSERT_GT(blobB.size(), 40u);
+  double measuredKernelRate;  // the second of the three rates, 16 bytes from the end
+  std::memcpy(&measuredKernelRate, blobB.data() + blobB.size() - 16, 8);
+  EXPECT_GT(measuredKernelRate, 0) << "the measured rates travel in the set-up message";
+
+  std::vector<SetupBlob> bad{SetupBlob(blobB.begin(), blobB.end() - 24)};  // without the rates
+  SetupBlob longer = blobB;
+  longer.push_back(0);
+  bad.push_back(longer);
+  for (double rate : {-1.0, std::nan(""), 1e300}) {
+    SetupBlob garbled = blobB;
+    std::memcpy(garbled.data() + garbled.size() - 8, &rate, 8);
+    bad.push_back(garbled);
+  }
+  for (const SetupBlob& blob : bad) {
+    try {
+      pendingA->finish(Fd(), blob);
+      ADD_FAILURE() << "a garbled " << blob.size() << "-byte set-up message was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), strataRemoteError);
+      EXPECT_NE(std::string(e.what()).find("rank 1 sent an invalid shared-memory set-up"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 // Two processes' measurements that straddle the break-even (the Intel VM,
