@@ -67,18 +67,23 @@ int runCases(int rank, int n, const strataUniqueId& id, bool refuseCma,
   return problems;
 }
 
-std::string readAll(const std::string& dir) {
-  std::string all;
+// Calls f(path) for every file of `dir` (the ranks' log files).
+void forEachFile(const std::string& dir, const std::function<void(const std::string&)>& f) {
   if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      std::ifstream in(dir + "/" + e->d_name);
-      std::stringstream text;
-      text << in.rdbuf();
-      all += text.str();
-    }
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') f(dir + "/" + e->d_name);
     closedir(d);
   }
+}
+
+std::string readAll(const std::string& dir) {
+  std::string all;
+  forEachFile(dir, [&](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    all += text.str();
+  });
   return all;
 }
 
@@ -268,18 +273,14 @@ TEST(SingleCopy, RefusedCrossMemoryReadsKeepTheRingAndTheResults) {
 // what follows "shm single copy: ", one line each.
 std::vector<std::string> singleCopyDecisions(const std::string& dir) {
   std::vector<std::string> decisions;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      std::ifstream in(dir + "/" + e->d_name);
-      std::string line, found;
-      const std::string marker = "shm single copy: ";
-      while (std::getline(in, line))
-        if (size_t at = line.find(marker); at != std::string::npos) found += line.substr(at + marker.size()) + "\n";
-      if (!found.empty()) decisions.push_back(found);
-    }
-    closedir(d);
-  }
+  forEachFile(dir, [&](const std::string& path) {
+    std::ifstream in(path);
+    std::string line, found;
+    const std::string marker = "shm single copy: ";
+    while (std::getline(in, line))
+      if (size_t at = line.find(marker); at != std::string::npos) found += line.substr(at + marker.size()) + "\n";
+    if (!found.empty()) decisions.push_back(found);
+  });
   return decisions;
 }
 

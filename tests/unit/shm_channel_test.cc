@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <utility>
 #include <vector>
 
 #include "bootstrap/socket.h"
@@ -34,6 +35,18 @@ constexpr int kSlots = 4;
 // the packet goes in the slots whatever it then holds.
 constexpr size_t kInSlots = kShmSmallSlotBytes + 1;
 
+// The contexts of a link's two ends, rank 0 (which initiates) and rank 1.
+std::pair<LinkContext, LinkContext> linkContexts(const Config* config) {
+  LinkContext ca, cb;
+  ca.rank = cb.peer = 0;
+  ca.peer = cb.rank = 1;
+  ca.nranks = cb.nranks = 2;
+  ca.initiator = true;
+  ca.commTag = cb.commTag = 0x5eed;
+  ca.config = cb.config = config;
+  return {ca, cb};
+}
+
 // Both ends of one shm link: a (rank 0) and b (rank 1).
 struct ShmPair {
   Config config;
@@ -47,13 +60,7 @@ struct ShmPair {
     config.shmStreaming = streaming;
     config.shmSlotBytes = slotBytes;
     config.shmSlots = slots;
-    LinkContext ca, cb;
-    ca.rank = cb.peer = 0;
-    ca.peer = cb.rank = 1;
-    ca.nranks = cb.nranks = 2;
-    ca.initiator = true;
-    ca.commTag = cb.commTag = 0x5eed;
-    ca.config = cb.config = &config;
+    auto [ca, cb] = linkContexts(&config);
     ShmTransport shm;
     SetupBlob blobA, blobB;
     auto pendingA = shm.begin(ca, &blobA);
@@ -626,13 +633,7 @@ TEST(SingleCopyThresholds, FollowTheMeasuredRates) {
 // before anything uses it.
 TEST(ShmChannel, AGarbledSetUpMessageIsRefused) {
   Config config;
-  LinkContext ca, cb;
-  ca.rank = cb.peer = 0;
-  ca.peer = cb.rank = 1;
-  ca.nranks = cb.nranks = 2;
-  ca.initiator = true;
-  ca.commTag = cb.commTag = 0x5eed;
-  ca.config = cb.config = &config;
+  auto [ca, cb] = linkContexts(&config);
   ShmTransport shm;
   SetupBlob blobA, blobB;
   auto pendingA = shm.begin(ca, &blobA);

@@ -111,13 +111,14 @@ void logSingleCopy(const std::string& why) {
 // What a side tells its peer at set-up: its inbox's name, then (single copy)
 // its pid and where its inbox is mapped in its own address space, so that the
 // peer can check it may read this process's memory, and its measured copy
-// rates (all 0 where it did not measure them), so that both sides decide
-// whether to lend from the same figures (agreedSingleCopyCosts).
+// rates (`costs`: the three figures travel, all 0 where it did not measure
+// them), so that both sides decide whether to lend from the same figures
+// (agreedSingleCopyCosts).
 struct ShmSetup {
   std::string inboxName;
   uint64_t pid = 0;
   uint64_t inboxAddress = 0;
-  double memcpyGBps = 0, kernelGBps = 0, callUs = 0;
+  SingleCopyCosts costs;
 };
 constexpr size_t kSetupWords = 5;  // after the name's NUL: pid, address, three rates
 
@@ -128,9 +129,9 @@ SetupBlob encodeSetup(const ShmSetup& s) {
   b.resize(at + 8 * kSetupWords);
   std::memcpy(b.data() + at, &s.pid, 8);
   std::memcpy(b.data() + at + 8, &s.inboxAddress, 8);
-  std::memcpy(b.data() + at + 16, &s.memcpyGBps, 8);
-  std::memcpy(b.data() + at + 24, &s.kernelGBps, 8);
-  std::memcpy(b.data() + at + 32, &s.callUs, 8);
+  std::memcpy(b.data() + at + 16, &s.costs.memcpyGBps, 8);
+  std::memcpy(b.data() + at + 24, &s.costs.kernelGBps, 8);
+  std::memcpy(b.data() + at + 32, &s.costs.callUs, 8);
   return b;
 }
 
@@ -140,10 +141,10 @@ bool decodeSetup(const SetupBlob& b, ShmSetup* s) {
   s->inboxName.assign(b.begin(), nul);
   std::memcpy(&s->pid, &*nul + 1, 8);
   std::memcpy(&s->inboxAddress, &*nul + 9, 8);
-  std::memcpy(&s->memcpyGBps, &*nul + 17, 8);
-  std::memcpy(&s->kernelGBps, &*nul + 25, 8);
-  std::memcpy(&s->callUs, &*nul + 33, 8);
-  for (double rate : {s->memcpyGBps, s->kernelGBps, s->callUs})
+  std::memcpy(&s->costs.memcpyGBps, &*nul + 17, 8);
+  std::memcpy(&s->costs.kernelGBps, &*nul + 25, 8);
+  std::memcpy(&s->costs.callUs, &*nul + 33, 8);
+  for (double rate : {s->costs.memcpyGBps, s->costs.kernelGBps, s->costs.callUs})
     if (!(rate >= 0 && rate < 1e9)) return false;  // NaN too
   const std::string& n = s->inboxName;
   return !n.empty() && n[0] == '/' && n.find('/', 1) == std::string::npos && n.size() <= 255;
@@ -654,13 +655,8 @@ class ShmPendingLink : public PendingLink {
     std::string why;
     const size_t threshold = singleCopyThreshold(*config_, &why);
     SingleCopyThresholds lendFrom{threshold, threshold, threshold};
-    if (threshold == kSingleCopyMeasured) {
-      SingleCopyCosts theirs;
-      theirs.memcpyGBps = peer.memcpyGBps;
-      theirs.kernelGBps = peer.kernelGBps;
-      theirs.callUs = peer.callUs;
-      lendFrom = singleCopyThresholdsFor(agreedSingleCopyCosts(singleCopyCosts(), theirs), &why);
-    }
+    if (threshold == kSingleCopyMeasured)
+      lendFrom = singleCopyThresholdsFor(agreedSingleCopyCosts(singleCopyCosts(), peer.costs), &why);
     pid_t peerPid = 0;
     if (config_->shmSingleCopy) {
       std::string refused;
@@ -712,15 +708,14 @@ std::unique_ptr<PendingLink> ShmTransport::begin(const LinkContext& ctx, SetupBl
   int slots = ctx.config->shmSlots > kMaxShmSlots ? kMaxShmSlots : ctx.config->shmSlots;
   auto inbox = std::make_unique<ShmSegment>();
   inbox->create(name.c_str(), slotBytes, slots);
-  ShmSetup setup{name, uint64_t(getpid()), reinterpret_cast<uint64_t>(inbox->base())};
+  ShmSetup setup;
+  setup.inboxName = name;
+  setup.pid = uint64_t(getpid());
+  setup.inboxAddress = reinterpret_cast<uint64_t>(inbox->base());
   std::string why;
   if (singleCopyThreshold(*ctx.config, &why) == kSingleCopyMeasured) {
     const SingleCopyCosts& mine = singleCopyCosts();  // measured here, at the process's first link
-    if (mine.failure.empty()) {
-      setup.memcpyGBps = mine.memcpyGBps;
-      setup.kernelGBps = mine.kernelGBps;
-      setup.callUs = mine.callUs;
-    }
+    if (mine.failure.empty()) setup.costs = mine;
   }
   *blob = encodeSetup(setup);
   return std::make_unique<ShmPendingLink>(std::move(inbox), name, ctx.peer, ctx.config);
