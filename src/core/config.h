@@ -48,8 +48,9 @@ struct Config {
   // STRATA_SHM_STREAMING: how large packets are stored into the ring
   // (transports/shm/store_mode.h): -1 (unset) measured per link, 0 cached, 1 streaming.
   int shmStreaming = -1;
-  // STRATA_STREAM_OUTPUT_BYTES: a call's output of at least this many bytes on
-  // a rank is written with streaming stores where no flow reads it again
+  // STRATA_STREAM_OUTPUT_BYTES: a call touching at least this many bytes on a
+  // rank (its output, and its input apart from it: bytesTouched) writes its
+  // output with streaming stores where no flow reads it again
   // (exec/executor.cc); -1 (unset): this rank's share of the host's
   // last-level cache; 0: never.
   long long streamOutputBytes = -1;

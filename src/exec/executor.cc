@@ -77,7 +77,7 @@ class PlanRunner {
     scratch_ = plan.scratchBytes ? comm.scratch(plan.scratchBytes) : nullptr;
     const auto* send = static_cast<const uint8_t*>(bufs.send);
     const auto* recv = static_cast<const uint8_t*>(bufs.recv);
-    streamOutput_ = plan.recvExtent >= comm.streamedOutputBytes();
+    streamOutput_ = bytesTouched(plan, bufs) >= comm.streamedOutputBytes();
     lendFromSend_ = !bufs.sendPieces && !bufs.recvPieces && send &&
                     (!recv || send + plan.sendExtent <= recv || recv + plan.recvExtent <= send);
   }
@@ -262,12 +262,13 @@ class PlanRunner {
   }
 
   // Whether flow f's bytes in its destination go there with streaming
-  // stores: the plan's output is larger than this rank's share of the cache
-  // (LinkSet::streamedOutputBytes) and nothing reads those bytes again
-  // (Flow::writesFinalBytes). Measured on 2 ranks of the 2-core VM: 16 and
-  // 64 MiB all-gather, all-to-all and broadcast 14-38% faster, 64 MiB
-  // reduce-scatter and reduce 4-5%; 2 MiB outputs, which the cache keeps,
-  // 1.1-1.5x slower (docs/ARCHITECTURE.md, "Outputs larger than the cache").
+  // stores: the bytes the call touches here (bytesTouched) are more than
+  // this rank's share of the cache (LinkSet::streamedOutputBytes) and
+  // nothing reads those bytes again (Flow::writesFinalBytes). Measured on 2
+  // ranks of the 2-core VMs: 16 and 64 MiB all-gather, all-to-all and
+  // broadcast 9-38% faster, reduce-scatter and reduce 4-10%; 2 MiB outputs,
+  // which the cache keeps, 1.1-1.5x slower (docs/ARCHITECTURE.md, "Outputs
+  // larger than the cache").
   bool streamsOutput(const Flow& f) const { return streamOutput_ && f.writesFinalBytes; }
   // Copies k plain bytes into f's destination; `lastRead`: this flow reads
   // them no more either (it forwards from elsewhere or not at all).
@@ -650,7 +651,9 @@ class PlanRunner {
   // lending analysis keeps the send and receive buffers apart), not in
   // pieces (fusion: they may alias).
   bool lendFromSend_ = false;
-  // The plan's output is more than this rank's share of the cache (streamsOutput).
+  // The bytes the call touches on this rank (its output, and its input where
+  // that lies apart) come to more than its share of the cache
+  // (LinkSet::streamedOutputBytes).
   bool streamOutput_ = false;
   bool tracing() const { return kTracingBuilt && tracing_; }
   int64_t kernelUs_ = 0;  // reduce / copy time of the current phase (tracing)
@@ -672,6 +675,15 @@ class PlanRunner {
 };
 
 }  // namespace
+
+size_t bytesTouched(const Plan& plan, const Buffers& bufs) {
+  const auto* send = static_cast<const uint8_t*>(bufs.send);
+  const auto* recv = static_cast<const uint8_t*>(bufs.recv);
+  const bool apart = bufs.sendPieces || bufs.recvPieces
+                         ? bufs.sendPieces && bufs.sendPieces != bufs.recvPieces
+                         : send && (!recv || send + plan.sendExtent <= recv || recv + plan.recvExtent <= send);
+  return plan.recvExtent + (apart ? plan.sendExtent : 0);
+}
 
 void executePlan(LinkSet& comm, const Plan& plan, const Buffers& buffers, ExecProbe* probe) {
   PlanRunner(comm, plan, buffers, probe).run();

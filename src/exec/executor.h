@@ -26,6 +26,13 @@ struct Buffers {
   const Segments* recvPieces = nullptr;
 };
 
+// The bytes a call of `plan` touches on this rank: its output, and its input
+// where that lies apart from the output (out of place; fused pieces of their
+// own). Outputs are streamed from this rank's share of the cache on
+// (LinkSet::streamedOutputBytes): an out-of-place all-reduce of half that
+// share fills it.
+size_t bytesTouched(const Plan& plan, const Buffers& buffers);
+
 // `probe` (optional) receives the wait time and, when tracing, phase spans.
 void executePlan(LinkSet& comm, const Plan& plan, const Buffers& buffers,
                  ExecProbe* probe = nullptr);

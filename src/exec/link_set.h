@@ -28,10 +28,11 @@ class LinkSet {
   // (the smallest over the transports this set may use). Ring plans send a
   // whole slice before receiving, so slices must fit: see pipelineSliceBytes.
   virtual size_t linkCapacity() const = 0;
-  // A plan whose output on this rank (Plan::recvExtent) is at least this
-  // many bytes writes its final bytes (Flow::writesFinalBytes) with
-  // streaming stores: more than the cache keeps, so that writing them does
-  // not first read every line. Sets that do not say never stream.
+  // A plan whose bytes on this rank, its output (Plan::recvExtent) and its
+  // input where that lies apart (Plan::sendExtent), come to at least this
+  // many writes its final bytes (Flow::writesFinalBytes) with streaming
+  // stores: more than the cache keeps, so that writing them does not first
+  // read every line. Sets that do not say never stream.
   virtual size_t streamedOutputBytes() const { return ~size_t(0); }
   // The last operation descriptor received from `peer` (seq 0: none yet),
   // so that a waiting rank can tell a peer that never arrived from one that

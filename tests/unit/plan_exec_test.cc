@@ -354,5 +354,40 @@ TEST(PlanFinalWrites, AllGatherOutputsAreFinalWhereNoLaterStepSendsThemOn) {
   }
 }
 
+// Outputs are streamed by the bytes a call touches on its rank (bytesTouched):
+// its output, and its input where that lies apart. An out-of-place 16 MiB
+// all-gather on 2 ranks touches 24 MiB, in place 16 (docs/ARCHITECTURE.md,
+// outputs larger than the cache).
+TEST(PlanFinalWrites, OutputsStreamFromTheBytesTheCallTouches) {
+  CollArgs a;
+  a.coll = Coll::kAllGather;
+  a.nranks = 3;
+  a.rank = 1;
+  a.count = 997;
+  Plan p;
+  buildRingAllGather(a, p);
+  p.seal();
+  const size_t block = p.sendExtent;  // one rank's block, in the plan's units
+  ASSERT_GE(block, 997u);
+  ASSERT_EQ(p.recvExtent, 3 * block);
+  std::vector<uint8_t> recv(3 * block), send(block);
+  EXPECT_EQ(bytesTouched(p, Buffers{send.data(), recv.data()}), 4 * block) << "out of place";
+  EXPECT_EQ(bytesTouched(p, Buffers{recv.data() + block, recv.data()}), 3 * block) << "in place";
+  EXPECT_EQ(bytesTouched(p, Buffers{recv.data() + 3 * block - 1, recv.data()}), 3 * block)
+      << "overlapping the output's last byte";
+  std::vector<uint8_t> both(4 * block);
+  EXPECT_EQ(bytesTouched(p, Buffers{both.data() + 3 * block, both.data()}), 4 * block) << "right after the output";
+  EXPECT_EQ(bytesTouched(p, Buffers{both.data(), both.data() + block}), 4 * block) << "right before the output";
+  Segments sendPieces, recvPieces;
+  sendPieces.append(send.data(), block);
+  recvPieces.append(recv.data(), 3 * block);
+  Buffers fused;
+  fused.sendPieces = &sendPieces;
+  fused.recvPieces = &recvPieces;
+  EXPECT_EQ(bytesTouched(p, fused), 4 * block) << "fused pieces of their own";
+  fused.sendPieces = &recvPieces;
+  EXPECT_EQ(bytesTouched(p, fused), 3 * block) << "fused in place";
+}
+
 }  // namespace
 }  // namespace strata
