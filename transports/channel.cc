@@ -26,6 +26,10 @@ size_t Channel::trySend(const void* src, size_t n) {
   return s.size;
 }
 
+size_t Channel::trySendPieces(const ConstSpan*, size_t) {
+  fail(strataInternalError, "%s links do not send from pieces (sendsFromPieces)", transportName());
+}
+
 size_t Channel::tryRecvInto(uint8_t* dst, size_t n, bool streamingStores) {
   ConstSpan s = peekRecv();
   n = std::min(n, s.size);

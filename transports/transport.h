@@ -64,6 +64,15 @@ class Channel {
   // Sends up to n bytes from src (continuing the same packet across calls
   // where the transport streams); returns how many were taken.
   virtual size_t trySend(const void* src, size_t n);
+  // Whether trySendPieces writes a packet straight from the caller's pieces
+  // (TCP: one sendmsg over them, without gathering them into staging first).
+  virtual bool sendsFromPieces() const { return false; }
+  // One packet of the bytes of `count` pieces (at most kMaxSendPieces),
+  // in order, continuing across calls as trySend does: a call after a
+  // partial one passes the pieces of exactly the bytes not yet taken.
+  // Returns how many bytes were taken. Only where sendsFromPieces().
+  static constexpr size_t kMaxSendPieces = 64;
+  virtual size_t trySendPieces(const ConstSpan* pieces, size_t count);
   // trySend for bytes the caller leaves unchanged until sendBuffersLent() is
   // false: a transport may lend them instead of copying (shm single copy).
   // A lending transport may take up to `lendable` (>= n) bytes from src in

@@ -61,11 +61,12 @@ struct Cursor {
 
 struct FlowState {
   size_t done = 0;
-  // Bytes of a packet sent straight from a piece (trySend) that the link has
-  // not taken yet: the next calls must continue exactly that packet.
+  // Bytes of a packet sent straight from a piece (trySend) or from several
+  // (trySendPieces: framePieces) that the link has not taken yet: the next
+  // calls must continue exactly that packet.
   size_t frameLeft = 0;
   size_t landed = 0;  // stepLand: bytes received into dst (done: bytes forwarded)
-  bool descSent = false, descChecked = false, finished = false;
+  bool descSent = false, descChecked = false, finished = false, framePieces = false;
   Cursor src, dst;
 };
 
@@ -145,7 +146,7 @@ class PlanRunner {
     for (uint32_t i = 0; i < ph.count; ++i) {
       const Flow& f = plan_.flows[ph.first + i];
       // Every field given: stores of these values, not a memset of the whole.
-      new (&states_[i]) FlowState{0, 0, 0, false, false, false, resolve(f.src, f, f.srcStride),
+      new (&states_[i]) FlowState{0, 0, 0, false, false, false, false, resolve(f.src, f, f.srcStride),
                                   resolve(f.dst, f, f.dstStride)};
     }
     try {
@@ -293,6 +294,20 @@ class PlanRunner {
     if (divisor) kernels::divide(to, to, count, plan_.dtype, divisor);
   }
 
+  // The pieces (sendPieces_) of up to n bytes of a cursor from byte `done`
+  // on, at most Channel::kMaxSendPieces of them; returns the bytes they hold.
+  size_t piecesOf(const Cursor& c, size_t done, size_t n) {
+    sendPieces_.clear();
+    size_t off = 0;
+    while (off < n && sendPieces_.size() < Channel::kMaxSendPieces) {
+      size_t run;
+      const uint8_t* p = c.at(done + off, &run);
+      const size_t k = std::min(run, n - off);
+      sendPieces_.push_back(ConstSpan{p, k});
+      off += k;
+    }
+    return off;
+  }
   // Copies n bytes of a cursor from byte `done` on into `out`, piece by piece.
   static void gather(const Cursor& c, size_t done, uint8_t* out, size_t n) {
     for (size_t off = 0; off < n;) {
@@ -391,6 +406,15 @@ class PlanRunner {
       const uint8_t* at = st.src.segmented() ? st.src.at(st.done, &run) : st.src.base + st.done;
       if (!st.src.segmented()) {
         n = sendBytes(ch, f, f.src, at, want, ready - st.done);
+      } else if (st.frameLeft ? st.framePieces : run < std::min(want, kDirectRunBytes) && ch.sendsFromPieces()) {
+        // Short pieces on a link that writes a packet straight from them
+        // (TCP: one sendmsg, no copy into staging); a packet continued takes
+        // exactly the bytes it has left.
+        const size_t len = st.frameLeft ? st.frameLeft : wholeElements(st.done, piecesOf(st.src, st.done, want));
+        piecesOf(st.src, st.done, len);  // exactly the packet's bytes
+        n = len ? ch.trySendPieces(sendPieces_.data(), sendPieces_.size()) : 0;
+        st.frameLeft = len - n;
+        st.framePieces = st.frameLeft > 0;
       } else if (st.frameLeft || run >= std::min(want, kDirectRunBytes)) {
         // One piece holds this packet's bytes (a packet never spans pieces:
         // trySend may take it over several calls, each continuing it).
@@ -669,6 +693,7 @@ class PlanRunner {
   alignas(FlowState) unsigned char inlineStorage_[sizeof(FlowState) * kInlineFlows];
   std::vector<FlowState> heapStates_;
   FlowState* states_ = nullptr;
+  std::vector<ConstSpan> sendPieces_;  // piecesOf's answer, reused
   // findPredecessors' answers for the current phase, and its working maps.
   std::vector<int32_t> prevOut_, prevIn_;
   std::unordered_map<int, int32_t> lastOut_, lastIn_;

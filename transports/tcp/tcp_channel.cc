@@ -12,9 +12,14 @@ void TcpChannel::commitSend(size_t bytes) {
 }
 
 size_t TcpChannel::trySend(const void* src, size_t n) {
+  const ConstSpan piece{static_cast<const uint8_t*>(src), n};
+  return trySendPieces(&piece, 1);
+}
+
+size_t TcpChannel::trySendPieces(const ConstSpan* pieces, size_t count) {
   TcpStream& s = sendStream();
   bool wasIdle = s.directIdle();
-  size_t taken = reportingPeerCause([&] { return s.trySend(src, n); });
+  size_t taken = reportingPeerCause([&] { return s.trySendPieces(pieces, count); });
   if (s.directIdle() && (taken > 0 || !wasIdle)) ++sent_;  // the frame is complete
   return taken;
 }

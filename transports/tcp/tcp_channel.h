@@ -22,6 +22,8 @@ class TcpChannel : public Channel {
   }
   void commitSend(size_t bytes) override;
   size_t trySend(const void* src, size_t n) override;
+  bool sendsFromPieces() const override { return true; }
+  size_t trySendPieces(const ConstSpan* pieces, size_t count) override;
   ConstSpan peekRecv() override {
     return reportingPeerCause([&] { return recvStream().peekRecv(); });
   }

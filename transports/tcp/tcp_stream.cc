@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -65,20 +66,27 @@ void TcpStream::commitSend(size_t bytes) {
   flushStaged();
 }
 
-size_t TcpStream::trySend(const void* src, size_t n) {
+size_t TcpStream::trySendPieces(const ConstSpan* pieces, size_t count) {
   if (sendHead_ < sendTail_ && (flushStaged(), sendHead_ < sendTail_)) return 0;
+  if (count > Channel::kMaxSendPieces) count = Channel::kMaxSendPieces;
   if (directLeft_ == 0 && directHeaderLeft_ == 0) {
+    size_t n = 0;
+    for (size_t i = 0; i < count; ++i) n += pieces[i].size;
     if (n > (1u << 30)) n = 1u << 30;  // frames carry a 32-bit length
     encodeFrameHeader(FrameType::kData, uint32_t(n), directHeader_);
     directHeaderLeft_ = kFrameHeaderBytes;
     directLeft_ = n;
   }
-  if (n > directLeft_) n = directLeft_;
-  iovec iov[2];
+  iovec iov[1 + Channel::kMaxSendPieces];
   int cnt = 0;
   if (directHeaderLeft_ > 0)
     iov[cnt++] = {directHeader_ + (kFrameHeaderBytes - directHeaderLeft_), directHeaderLeft_};
-  iov[cnt++] = {const_cast<void*>(src), n};
+  size_t payload = 0;  // of this call, cut at the frame's end
+  for (size_t i = 0; i < count && payload < directLeft_; ++i) {
+    const size_t k = std::min(pieces[i].size, directLeft_ - payload);
+    iov[cnt++] = {const_cast<uint8_t*>(pieces[i].data), k};
+    payload += k;
+  }
   msghdr msg;
   std::memset(&msg, 0, sizeof(msg));
   msg.msg_iov = iov;
@@ -91,9 +99,9 @@ size_t TcpStream::trySend(const void* src, size_t n) {
   size_t written = size_t(w);
   size_t fromHeader = written < directHeaderLeft_ ? written : directHeaderLeft_;
   directHeaderLeft_ -= fromHeader;
-  size_t payload = written - fromHeader;
-  directLeft_ -= payload;
-  return payload;
+  size_t taken = written - fromHeader;
+  directLeft_ -= taken;
+  return taken;
 }
 
 bool TcpStream::fillRecv() {

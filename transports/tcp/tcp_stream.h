@@ -15,8 +15,11 @@ class TcpStream {
 
   Span acquireSend(size_t maxBytes);
   void commitSend(size_t bytes);
-  // Starts (or continues) one DATA frame of n bytes written straight from src.
-  size_t trySend(const void* src, size_t n);
+  // Starts (or continues) one DATA frame of the pieces' bytes (at most
+  // Channel::kMaxSendPieces of them) written straight from them: one
+  // sendmsg, no staging copy. A call continuing a frame passes the pieces of
+  // the bytes not yet taken (more are cut at the frame's end).
+  size_t trySendPieces(const ConstSpan* pieces, size_t count);
   bool directIdle() const { return directLeft_ == 0 && directHeaderLeft_ == 0; }
   ConstSpan peekRecv();
   void consumeRecv(size_t n);
