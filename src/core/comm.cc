@@ -145,7 +145,8 @@ void Comm::buildTopology() {
                                     : std::string("last-level cache size unknown");
     if (streamedOutputBytes_ == ~size_t(0)) STRATA_INFO("outputs: written with ordinary stores (%s)", why.c_str());
     else
-      STRATA_INFO("outputs: of calls touching %zu bytes or more a rank (output and input apart), written with streaming stores where not read again (%s)",
+      STRATA_INFO("outputs: of calls touching %zu bytes or more a rank (output and input apart), "
+                  "written with streaming stores where not read again (%s)",
                   streamedOutputBytes_, why.c_str());
   }
   if (!config_.topoDumpFile.empty()) {

@@ -59,6 +59,14 @@ struct Cursor {
   }
 };
 
+// Whether a plain (not fused) call's send buffer lies wholly apart from its
+// receive buffer (out of place; or no receive buffer on this rank).
+bool sendLiesApart(const Plan& plan, const Buffers& bufs) {
+  const auto* send = static_cast<const uint8_t*>(bufs.send);
+  const auto* recv = static_cast<const uint8_t*>(bufs.recv);
+  return send && (!recv || send + plan.sendExtent <= recv || recv + plan.recvExtent <= send);
+}
+
 struct FlowState {
   size_t done = 0;
   // Bytes of a packet sent straight from a piece (trySend) or from several
@@ -76,11 +84,8 @@ class PlanRunner {
       : comm_(comm), plan_(plan), bufs_(bufs), waiter_(comm, comm.timeoutMs(), probe, plan.ops.empty() ? nullptr : &plan.ops[0]),
         probe_(probe), tracing_(kTracingBuilt && probe && probe->tracing) {
     scratch_ = plan.scratchBytes ? comm.scratch(plan.scratchBytes) : nullptr;
-    const auto* send = static_cast<const uint8_t*>(bufs.send);
-    const auto* recv = static_cast<const uint8_t*>(bufs.recv);
     streamOutput_ = bytesTouched(plan, bufs) >= comm.streamedOutputBytes();
-    lendFromSend_ = !bufs.sendPieces && !bufs.recvPieces && send &&
-                    (!recv || send + plan.sendExtent <= recv || recv + plan.recvExtent <= send);
+    lendFromSend_ = !bufs.sendPieces && !bufs.recvPieces && sendLiesApart(plan, bufs);
   }
 
   void run() {
@@ -298,6 +303,7 @@ class PlanRunner {
   // on, at most Channel::kMaxSendPieces of them; returns the bytes they hold.
   size_t piecesOf(const Cursor& c, size_t done, size_t n) {
     sendPieces_.clear();
+    sendPieces_.reserve(Channel::kMaxSendPieces);  // once a call, where used
     size_t off = 0;
     while (off < n && sendPieces_.size() < Channel::kMaxSendPieces) {
       size_t run;
@@ -693,7 +699,7 @@ class PlanRunner {
   alignas(FlowState) unsigned char inlineStorage_[sizeof(FlowState) * kInlineFlows];
   std::vector<FlowState> heapStates_;
   FlowState* states_ = nullptr;
-  std::vector<ConstSpan> sendPieces_;  // piecesOf's answer, reused
+  std::vector<ConstSpan> sendPieces_;  // piecesOf's answer (nothing allocated until used)
   // findPredecessors' answers for the current phase, and its working maps.
   std::vector<int32_t> prevOut_, prevIn_;
   std::unordered_map<int, int32_t> lastOut_, lastIn_;
@@ -702,11 +708,8 @@ class PlanRunner {
 }  // namespace
 
 size_t bytesTouched(const Plan& plan, const Buffers& bufs) {
-  const auto* send = static_cast<const uint8_t*>(bufs.send);
-  const auto* recv = static_cast<const uint8_t*>(bufs.recv);
-  const bool apart = bufs.sendPieces || bufs.recvPieces
-                         ? bufs.sendPieces && bufs.sendPieces != bufs.recvPieces
-                         : send && (!recv || send + plan.sendExtent <= recv || recv + plan.recvExtent <= send);
+  const bool fused = bufs.sendPieces || bufs.recvPieces;
+  const bool apart = fused ? bufs.sendPieces && bufs.sendPieces != bufs.recvPieces : sendLiesApart(plan, bufs);
   return plan.recvExtent + (apart ? plan.sendExtent : 0);
 }
 
