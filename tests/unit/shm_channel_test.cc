@@ -11,10 +11,12 @@
 #include <deque>
 #include <memory>
 #include <random>
+#include <string>
 #include <thread>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -67,9 +69,11 @@ struct ShmPair {
     auto pendingB = shm.begin(cb, &blobB);
     int fds[2];
     EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    livenessOfB = fds[1];
     a = pendingA->finish(Fd(fds[0]), blobB);
     b = pendingB->finish(Fd(fds[1]), blobA);
   }
+  int livenessOfB = -1;  // b's end of the liveness line (b owns it)
 };
 
 std::vector<uint8_t> receiveOne(Channel& ch) {
@@ -508,22 +512,27 @@ TEST(ShmChannel, ASharedReadRequestIsServedOnlyForTheSendersRegion) {
   EXPECT_FALSE(link.b->sendBuffersLent());
 }
 
-// A sender that takes a chunk of a shared read and never writes it (stopped
-// in the middle of one) is the receiver's strataRemoteError once the timeout
-// has passed, naming it: not a wait without end. Here a thread plays that
-// sender, taking the last chunk as soon as the receiver publishes the cursor.
-TEST(ShmChannel, AChunkTakenAndNeverWrittenIsAnErrorWithinTheTimeout) {
-  ShmPair link(/*singleCopyBytes=*/1000, kSlots, kSlotBytes, -1, /*timeoutMs=*/300);
+// What a receiver's shared read said while a thread, playing the sender,
+// took the last chunk as soon as the receiver published the cursor and then
+// ran `afterTaking` instead of writing it: the error and how long it took to
+// come (tried over up to 10 packets, until the thread wins the race once).
+struct HeldChunk {
+  bool taken = false;
+  strataResult_t code = strataSuccess;
+  std::string what;
+  double seconds = 0;
+};
+HeldChunk readWhileAChunkIsHeld(ShmPair& link, const std::function<void()>& afterTaking) {
   std::vector<uint8_t> src(256 * kSharedChunkBytes, 5), got(src.size());
   Span next = link.b->acquireSend(kInSlots);  // packet 0's slot, to find a's inbox header
-  ASSERT_NE(next.data, nullptr);
+  EXPECT_NE(next.data, nullptr);
   auto* header = reinterpret_cast<ShmRingHeader*>(next.data - kShmSlotHeaderBytes - kShmHeaderBytes);
   ShmSharedRead& s = header->sharedRead;
-  bool claimedOnce = false;
-  for (uint64_t packet = 0; packet < 10 && !claimedOnce; ++packet) {
-    ASSERT_EQ(link.b->trySendStable(src.data(), src.size(), src.size(), LendSaving::kOneCopyShared), src.size());
+  HeldChunk held;
+  for (uint64_t packet = 0; packet < 10 && !held.taken; ++packet) {
+    EXPECT_EQ(link.b->trySendStable(src.data(), src.size(), src.size(), LendSaving::kOneCopyShared), src.size());
     std::atomic<bool> claimed{false}, spinning{false};
-    std::thread thief([&] {
+    std::thread sender([&] {
       spinning = true;
       for (;;) {
         uint64_t c = s.cursor.load();
@@ -532,6 +541,7 @@ TEST(ShmChannel, AChunkTakenAndNeverWrittenIsAnErrorWithinTheTimeout) {
         if (front >= end) return;                                 // the receiver took them all
         if (s.cursor.compare_exchange_weak(c, sharedCursor(packet, front, end - 1))) {
           claimed = true;
+          afterTaking();
           return;
         }
       }
@@ -540,20 +550,43 @@ TEST(ShmChannel, AChunkTakenAndNeverWrittenIsAnErrorWithinTheTimeout) {
     const auto start = std::chrono::steady_clock::now();
     try {
       link.a->tryRecvShared(got.data(), got.size());
-      thief.join();
+      sender.join();
       EXPECT_FALSE(claimed) << "a shared read ended without the chunk taken from it";
     } catch (const Error& e) {
-      thief.join();
-      ASSERT_TRUE(claimed) << e.what();
-      claimedOnce = true;
-      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      EXPECT_EQ(e.code(), strataRemoteError);
-      EXPECT_NE(std::strstr(e.what(), "rank 1 took 1 chunks"), nullptr) << e.what();
-      EXPECT_GE(took, 0.25) << e.what();
-      EXPECT_LT(took, 5.0) << e.what();
+      sender.join();
+      EXPECT_TRUE(claimed) << e.what();
+      held = HeldChunk{true, e.code(), e.what(),
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
     }
   }
-  EXPECT_TRUE(claimedOnce) << "the thread never took a chunk before the receiver took them all";
+  EXPECT_TRUE(held.taken) << "the thread never took a chunk before the receiver took them all";
+  return held;
+}
+
+// A sender that takes a chunk of a shared read and never writes it (stopped
+// in the middle of one) is the receiver's strataRemoteError once the timeout
+// has passed, naming it: not a wait without end.
+TEST(ShmChannel, AChunkTakenAndNeverWrittenIsAnErrorWithinTheTimeout) {
+  ShmPair link(/*singleCopyBytes=*/1000, kSlots, kSlotBytes, -1, /*timeoutMs=*/300);
+  const HeldChunk held = readWhileAChunkIsHeld(link, [] {});
+  ASSERT_TRUE(held.taken);
+  EXPECT_EQ(held.code, strataRemoteError);
+  EXPECT_NE(held.what.find("rank 1 took 1 chunks"), std::string::npos) << held.what;
+  EXPECT_GE(held.seconds, 0.25) << held.what;
+  EXPECT_LT(held.seconds, 5.0) << held.what;
+}
+
+// The sender dies holding the chunk (its liveness line closes, as a killed
+// process's does): an error naming it at once, not at the timeout (a 2-rank
+// broadcast's survivor once waited the whole 60 s when the root was killed
+// in that window).
+TEST(ShmChannel, ASenderThatDiesHoldingATakenChunkIsAnErrorAtOnce) {
+  ShmPair link(/*singleCopyBytes=*/1000, kSlots, kSlotBytes, -1, /*timeoutMs=*/60000);
+  const HeldChunk held = readWhileAChunkIsHeld(link, [&] { ::shutdown(link.livenessOfB, SHUT_RDWR); });
+  ASSERT_TRUE(held.taken);
+  EXPECT_EQ(held.code, strataRemoteError);
+  EXPECT_NE(held.what.find("rank 1"), std::string::npos) << held.what;
+  EXPECT_LT(held.seconds, 2.0) << held.what;
 }
 
 TEST(ShmChannel, ALentRegionThatCannotBeReadIsRefused) {

@@ -1,6 +1,7 @@
 #include "transports/shm/shm_transport.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -360,11 +361,20 @@ class ShmChannel : public LivenessChannel {
     }
     // Every chunk is taken: wait for the sender's to be written (it copies
     // the one it took, nothing more), for its death, or for the timeout (a
-    // sender stopped in the middle of a chunk).
+    // sender stopped in the middle of a chunk). This wait is inside the call,
+    // where the waiter's polling does not reach: it reads the liveness line
+    // itself, about once a millisecond, so that a sender killed holding a
+    // chunk is an error at once (it was one only at the timeout).
     const uint64_t waitFrom = opclock::steadyNs();
+    uint64_t nextLook = waitFrom + kLivenessLookNs;
     while (s.written.load(std::memory_order_acquire) < chunks - mine) {
+      const uint64_t now = opclock::steadyNs();
+      if (now >= nextLook) {
+        readLivenessLine();
+        nextLook = now + kLivenessLookNs;
+      }
       if (live_.gone()) live_.throwIfGone();
-      if (timeoutMs_ > 0 && opclock::steadyNs() - waitFrom > uint64_t(timeoutMs_) * 1000000)
+      if (timeoutMs_ > 0 && now - waitFrom > uint64_t(timeoutMs_) * 1000000)
         fail(strataRemoteError, "rank %d took %llu chunks of a region it lent (shared read) and wrote %llu of "
              "them in %d ms (STRATA_TIMEOUT_MS)", live_.peer(), (unsigned long long)(chunks - mine),
              (unsigned long long)s.written.load(std::memory_order_relaxed), timeoutMs_);
@@ -379,6 +389,14 @@ class ShmChannel : public LivenessChannel {
   }
 
  private:
+  static constexpr uint64_t kLivenessLookNs = 1000000;
+  // Reads what the liveness line holds, if anything (EOF: the peer is gone;
+  // an ABORT frame throws its cause).
+  void readLivenessLine() {
+    pollfd p{live_.fd(), POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) live_.onReadable();
+  }
+
   static constexpr size_t kNoPacket = ~size_t(0);
   static constexpr size_t kMaxLentBytes = size_t(1) << 30;
   static constexpr size_t kBounceBytes = 256 * 1024;
