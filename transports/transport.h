@@ -83,6 +83,9 @@ class Channel {
     (void)saves;
     return trySend(src, n);
   }
+  // Whether trySendStable would lend n bytes at src at once (not copy them):
+  // the sender then keeps them out of a copied packet (the descriptor's).
+  virtual bool wouldLend(const void* src, size_t n, LendSaving saves) { return false; }
   // Whether bytes passed to trySendStable are still to be read by the peer.
   // Throws if the peer is gone before reading them.
   virtual bool sendBuffersLent() { return false; }

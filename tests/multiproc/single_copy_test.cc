@@ -130,6 +130,46 @@ TEST(SingleCopy, ARankThatDiesWithBytesLentIsAnErrorNamingIt) {
   EXPECT_EQ(outcomes[0].exitCode, 0) << test::describe(outcomes);
 }
 
+// A block of one fragment (a 2-rank all-gather's 128 KiB, at most
+// kMaxFragment) is lent whole, its descriptor sent alone, where the link
+// lends from its size: so when its rank dies before the peer reads it, the
+// peer's error is about the lent bytes. Riding with the descriptor, the block
+// went through the ring, and the peer finished with it (fails so before the
+// executor asked the link: descGoesAlone).
+TEST(SingleCopy, AOneFragmentBlockIsLentWhole) {
+  test::RankSpec spec;
+  spec.nranks = 2;
+  spec.env = {{"STRATA_TRANSPORT", "shm"}, {"STRATA_TIMEOUT_MS", "60000"}, {"STRATA_SHM_SINGLE_COPY_BYTES", "65536"}};
+  spec.deadlineSec = 90;
+  auto outcomes = test::runRanks(spec, [](int rank, int, strataComm_t comm, const strataUniqueId&) {
+    int problems = 0;
+    const size_t block = 32768;  // floats: 128 KiB
+    std::vector<float> mine(block, float(rank + 1)), all(2 * block);
+    RANK_EXPECT(strataAllReduce(mine.data(), all.data(), 1, strataFloat32, strataSum, comm, nullptr) == strataSuccess,
+                "the first all-reduce failed: %s", strataGetLastError(comm));
+    if (rank == 1) {
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        raise(SIGKILL);
+      }).detach();
+      strataAllGather(mine.data(), all.data(), block, strataFloat32, comm, nullptr);
+      std::this_thread::sleep_for(std::chrono::seconds(30));
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    strataResult_t rc = strataAllGather(mine.data(), all.data(), block, strataFloat32, comm, nullptr);
+    const std::string error = strataGetLastError(comm);
+    RANK_EXPECT(rc == strataRemoteError, "got %s: %s", strataGetErrorString(rc), error.c_str());
+    RANK_EXPECT(error.find("rank 1") != std::string::npos, "the error does not name rank 1: '%s'", error.c_str());
+    RANK_EXPECT(error.find("lent") != std::string::npos, "the error is not about the lent bytes: '%s'", error.c_str());
+    strataCommAbort(comm);
+    std::fflush(stderr);
+    _exit(problems);
+  });
+  EXPECT_EQ(outcomes[1].exitCode, 128 + SIGKILL) << test::describe(outcomes);
+  EXPECT_EQ(outcomes[0].exitCode, 0) << test::describe(outcomes);
+}
+
 // Shared reads (shm_ring.h: ShmSharedRead): 2-rank broadcasts of 16 MiB,
 // whose root helps its receiver read them, first checked against the
 // root's random data, in and out of place; then one rank, the root or the

@@ -231,13 +231,8 @@ class ShmChannel : public LivenessChannel {
       if (lendable > n && findMapped(src, lendable, &all)) ref = all;
       return lendMapped(ref);
     }
-    // A shared read needs this side to write the peer's memory: allowed
-    // where it may read it (the same ptrace check), and not given up on.
-    const bool shared = saves == LendSaving::kOneCopyShared && peerPid_ && !sharingBroken_;
-    const size_t from = shared ? lendFrom_.sharedAgainstOneCopy
-                        : saves == LendSaving::kTwoCopies ? lendFrom_.againstTwoCopies
-                                                          : lendFrom_.againstOneCopy;
-    if (n < from || !peerReadsUs()) return trySend(src, n);
+    const bool shared = sharesReads(saves);
+    if (n < lendingFrom(saves) || !peerReadsUs()) return trySend(src, n);
     if (!slotFree(false)) return 0;
     n = std::min<size_t>(std::max(n, lendable), kMaxLentBytes);
     ShmLentRegion region{reinterpret_cast<uint64_t>(src), n};
@@ -248,6 +243,24 @@ class ShmChannel : public LivenessChannel {
         shmSlotWord(produced_, sizeof region, kLentRegion | (shareable ? kShareable : 0)), std::memory_order_release);
     lentUntil_ = ++produced_;
     return n;
+  }
+
+  bool wouldLend(const void* src, size_t n, LendSaving saves) override {
+    MappedRef ref;
+    if (n >= mappedFrom_ && findMapped(src, n, &ref)) return true;
+    return n >= lendingFrom(saves) && peerReadsUs();
+  }
+
+  // A shared read needs this side to write the peer's memory: allowed
+  // where it may read it (the same ptrace check), and not given up on.
+  bool sharesReads(LendSaving saves) const {
+    return saves == LendSaving::kOneCopyShared && peerPid_ && !sharingBroken_;
+  }
+  // From which packet size trySendStable lends bytes that save `saves`.
+  size_t lendingFrom(LendSaving saves) const {
+    return sharesReads(saves)                   ? lendFrom_.sharedAgainstOneCopy
+           : saves == LendSaving::kTwoCopies ? lendFrom_.againstTwoCopies
+                                             : lendFrom_.againstOneCopy;
   }
 
   bool sendBuffersLent() override {
