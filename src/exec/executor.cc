@@ -317,6 +317,20 @@ class PlanRunner {
     }
     return off;
   }
+  // Cuts sendPieces_ from the end to hold exactly `bytes` (at most what they
+  // hold); returns them.
+  size_t keepPieceBytes(size_t bytes) {
+    size_t held = 0;
+    for (size_t i = 0; i < sendPieces_.size(); ++i) {
+      if (held + sendPieces_[i].size >= bytes) {
+        sendPieces_[i].size = bytes - held;
+        sendPieces_.resize(sendPieces_[i].size ? i + 1 : i);
+        return bytes;
+      }
+      held += sendPieces_[i].size;
+    }
+    return held;
+  }
   // Copies n bytes of a cursor from byte `done` on into `out`, piece by piece.
   static void gather(const Cursor& c, size_t done, uint8_t* out, size_t n) {
     for (size_t off = 0; off < n;) {
@@ -427,8 +441,8 @@ class PlanRunner {
         // Short pieces on a link that writes a packet straight from them
         // (TCP: one sendmsg, no copy into staging); a packet continued takes
         // exactly the bytes it has left.
-        const size_t len = st.frameLeft ? st.frameLeft : wholeElements(st.done, piecesOf(st.src, st.done, want));
-        piecesOf(st.src, st.done, len);  // exactly the packet's bytes
+        const size_t len = st.frameLeft ? piecesOf(st.src, st.done, st.frameLeft)
+                                        : keepPieceBytes(wholeElements(st.done, piecesOf(st.src, st.done, want)));
         n = len ? ch.trySendPieces(sendPieces_.data(), sendPieces_.size()) : 0;
         st.frameLeft = len - n;
         st.framePieces = st.frameLeft > 0;
