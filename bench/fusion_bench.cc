@@ -7,7 +7,8 @@
 // Each repetition runs every variant once (in rotating order), each timed from
 // a barrier to the slowest rank's finish; the table shows medians. One fusion
 // context serves the whole run, as a trainer keeps one for its steps.
-//   strata-fusion-bench -np 2 [-reps 15] [-nobind] [-J results.json]
+//   strata-fusion-bench -np 2 [-reps 15] [-nobind] [-scenario small|mixed] [-J results.json]
+//   -scenario: that scenario's four variants only (a profile of one, a quick A/B)
 //   -np 0: one rank per process from the launcher's variables
 //   (strataCommInitFromEnv: torchrun, mpirun, srun, or RANK / WORLD_SIZE /
 //   STRATA_COMM_ID by hand, e.g. in network namespaces).
@@ -42,6 +43,7 @@ struct Options {
   int reps = 15;
   bool bind = true;  // one core per rank, as mpirun binds (-nobind: as torchrun leaves them)
   std::string json;
+  std::string scenario;  // empty: both
 };
 
 struct Tensors {
@@ -153,11 +155,13 @@ int runRank(const Options& o, int rank, strataComm_t comm) {
         });
     }
   };
-  for (size_t i = 0; i < v.size(); ++i) run(i);  // warm-up: links, plans, pools
+  auto wanted = [&](size_t i) { return o.scenario.empty() || o.scenario == v[i].scenario; };
+  for (size_t i = 0; i < v.size(); ++i)
+    if (wanted(i)) run(i);  // warm-up: links, plans, pools
   for (int r = 0; r < o.reps; ++r)
     for (size_t k = 0; k < v.size(); ++k) {
       size_t i = (k + size_t(r)) % v.size();
-      v[i].seconds.push_back(run(i));
+      if (wanted(i)) v[i].seconds.push_back(run(i));
     }
   if (rank == 0) {
     const char* threshold = std::getenv("STRATA_FUSION_THRESHOLD");
@@ -168,6 +172,7 @@ int runRank(const Options& o, int rank, strataComm_t comm) {
     std::printf("| scenario | variant | median ms | vs unfused | vs one all-reduce of all the bytes |\n"
                 "|---|---|---|---|---|\n");
     for (size_t i = 0; i < v.size(); ++i) {
+      if (!wanted(i)) continue;
       const size_t first = i < 4 ? 0 : 4;  // the scenario's unfused variant; first + 3 is its bound
       double ms = median(v[i].seconds) * 1e3;
       double unf = median(v[first].seconds) * 1e3;
@@ -180,8 +185,9 @@ int runRank(const Options& o, int rank, strataComm_t comm) {
         std::fprintf(f, "{\"ranks\": %d, \"reps\": %d, \"bound\": %s, \"transport\": \"%s\", \"threshold\": \"%s\", \"variants\": [",
                      o.nprocs, o.reps, o.bind ? "true" : "false", transport ? transport : "auto",
                      threshold ? threshold : "default");
-        for (size_t i = 0; i < v.size(); ++i) {
-          std::fprintf(f, "%s{\"scenario\": \"%s\", \"variant\": \"%s\", \"seconds\": [", i ? ", " : "", v[i].scenario,
+        for (size_t i = 0, written = 0; i < v.size(); ++i) {
+          if (!wanted(i)) continue;
+          std::fprintf(f, "%s{\"scenario\": \"%s\", \"variant\": \"%s\", \"seconds\": [", written++ ? ", " : "", v[i].scenario,
                        v[i].name);
           for (size_t k = 0; k < v[i].seconds.size(); ++k) std::fprintf(f, "%s%.6f", k ? ", " : "", v[i].seconds[k]);
           std::fprintf(f, "]}");
@@ -207,8 +213,10 @@ int main(int argc, char** argv) {
     else if (a == "-reps" && i + 1 < argc) o.reps = std::atoi(argv[++i]);
     else if (a == "-J" && i + 1 < argc) o.json = argv[++i];
     else if (a == "-nobind") o.bind = false;
+    else if (a == "-scenario" && i + 1 < argc && (std::string(argv[i + 1]) == "small" || std::string(argv[i + 1]) == "mixed"))
+      o.scenario = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [-np N] [-reps R] [-nobind] [-J results.json]\n"
+      std::fprintf(stderr, "usage: %s [-np N] [-reps R] [-nobind] [-scenario small|mixed] [-J results.json]\n"
                            "  -np 0: ranks from the launcher (strataCommInitFromEnv)\n", argv[0]);
       return 2;
     }
