@@ -75,6 +75,7 @@ class Comm : public LinkSet {
   std::atomic<bool> fusionBusy{false};
   size_t linkCapacity() const override;
   size_t streamedOutputBytes() const override { return streamedOutputBytes_; }
+  bool coresShared() const override { return topo_.coresShared; }
   // Device-buffer operations (src/device): the queue bound to the first
   // device used, made at that first use; existingDeviceQueue() is null before.
   DeviceQueue& deviceQueue(int device);

@@ -34,6 +34,10 @@ class LinkSet {
   // stores: more than the cache keeps, so that writing them does not first
   // read every line. Sets that do not say never stream.
   virtual size_t streamedOutputBytes() const { return ~size_t(0); }
+  // Whether this launch has more ranks on a machine than CPUs they may run
+  // on (Topology::coresShared): a waiting rank then yields its core at once
+  // instead of spinning first (Waiter). Sets that do not say have a core each.
+  virtual bool coresShared() const { return false; }
   // The last operation descriptor received from `peer` (seq 0: none yet),
   // so that a waiting rank can tell a peer that never arrived from one that
   // is inside the operation too. Sets that do not track it keep the default.

@@ -14,6 +14,8 @@
 namespace strata {
 
 namespace {
+// Pauses a wait spins before it yields the core, where every rank has one
+// (Waiter::spins_); where ranks outnumber CPUs it yields at once.
 constexpr uint64_t kSpins = 64;
 constexpr int64_t kLivenessPeriodUs = 1000;
 constexpr int64_t kSleepAfterUs = 2000;
@@ -23,7 +25,7 @@ constexpr int64_t kAnnounceTravelUs = 500000;
 }  // namespace
 
 Waiter::Waiter(LinkSet& comm, int timeoutMs, ExecProbe* probe, const OpDesc* op)
-    : comm_(comm), timeoutMs_(timeoutMs), probe_(probe),
+    : comm_(comm), timeoutMs_(timeoutMs), probe_(probe), spins_(comm.coresShared() ? 0 : kSpins),
       op_(op && op->seq != 0 ? op : nullptr) {}
 
 int64_t Waiter::graceUs(int timeoutMs) {
@@ -33,7 +35,7 @@ int64_t Waiter::graceUs(int timeoutMs) {
 void Waiter::endIdleSpan() {
   // A span that ended while still spinning read no clock: it counts as no wait
   // (at most kSpins pauses, a microsecond or two), so short waits cost nothing.
-  if (idleCount_ > kSpins && probe_) {
+  if (idleCount_ > spins_ && probe_) {
     int64_t now = nowUs();
     probe_->waitUs += now - idleSinceUs_;
     if (kTracingBuilt && probe_->tracing && now - idleSinceUs_ >= ExecProbe::kTracedWaitUs &&
@@ -64,17 +66,17 @@ void Waiter::pollLinks(int timeoutMs) {
 }
 
 bool Waiter::absenceIsKnown() const {
-  return idleCount_ > kSpins && nowUs() - idleSinceUs_ >= announceAfterUs() + kAnnounceTravelUs;
+  return idleCount_ > spins_ && nowUs() - idleSinceUs_ >= announceAfterUs() + kAnnounceTravelUs;
 }
 
 void Waiter::idle(const std::function<WaitState()>& describe) {
-  if (++idleCount_ <= kSpins) {
+  if (++idleCount_ <= spins_) {
     __builtin_ia32_pause();
     return;
   }
   for (Channel* ch : comm_.links()) ch->progress();
   int64_t now = nowUs();
-  if (idleCount_ == kSpins + 1) idleSinceUs_ = now;  // the wait is timed from the end of spinning
+  if (idleCount_ == spins_ + 1) idleSinceUs_ = now;  // the wait is timed from the end of spinning
   int64_t idleUs = now - idleSinceUs_;
   if (idleUs / 1000 >= timeoutMs_) {
     if (deferredUntilUs_ == 0) {

@@ -1,5 +1,7 @@
 // How the executor waits when no flow can move: spin briefly (latency), then
-// yield the core (ranks may outnumber cores), and after 2 ms take 50 us naps.
+// yield the core, and after 2 ms take 50 us naps. Where ranks outnumber the
+// CPUs of their machine (LinkSet::coresShared) it yields from the start: a
+// spinning rank only holds back the peer it waits for, which needs the core.
 // While waiting it pumps TCP links, checks every link's sockets about once a
 // millisecond (a dead or aborting peer throws at once) and enforces the
 // communicator's timeout. Idle time is added to the run's ExecProbe.
@@ -53,6 +55,7 @@ class Waiter {
   LinkSet& comm_;
   int timeoutMs_;
   ExecProbe* probe_;
+  const uint64_t spins_;  // pauses before the first yield (kSpins, or 0 where cores are shared)
   uint64_t idleCount_ = 0;
   int64_t idleSinceUs_ = 0;
   int64_t lastPollUs_ = 0;

@@ -74,7 +74,7 @@ std::string Topology::summary() const {
               intra.alphaUs, intra.gbps, intra.source.c_str(), inter.alphaUs, inter.gbps,
               inter.rails > 1 ? format(" in %d rails", inter.rails).c_str() : "", inter.gapUs, inter.latencyHidden,
               inter.source.c_str(), inter.gapKnown ? "" : "; gap not measured");
-  if (coresShared) s += "  ranks outnumber the CPUs of their machine: hier_radix not offered\n";
+  if (coresShared) s += "  ranks outnumber the CPUs of their machine: hier_radix not offered, waits yield the core at once\n";
   s += format("  this host %s: %d cores, %d NUMA node%s, %zu GPU%s (%s)", host.hostname.c_str(), host.cores,
               host.numaNodes, host.numaNodes == 1 ? "" : "s", host.gpus.size(),
               host.gpus.size() == 1 ? "" : "s", host.gpuSource.c_str());
