@@ -658,6 +658,53 @@ TEST_P(FusionTrainingLoop, StepsReplayingTheLayoutMatchTheReference) {
 INSTANTIATE_TEST_SUITE_P(WorldSizes, FusionTrainingLoop, ::testing::Values(2, 3, 5),
                          [](const auto& info) { return std::to_string(info.param) + "ranks"; });
 
+// A step that fuses four different lists, one after another, step after
+// step (a thread keeps its last four fused layouts built, fused_op.cc): each
+// list's results equal the float64 reference every step, also when one
+// list's buffer moved (step 2) and one list changed its order (step 3).
+TEST_P(FusionTrainingLoop, FourListsAlternatingEveryStepMatchTheReference) {
+  test::RankSpec spec;
+  spec.nranks = GetParam();
+  spec.env = {{"STRATA_TIMEOUT_MS", "60000"}};
+  spec.deadlineSec = 300;
+  auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
+    int problems = 0;
+    // Staged (< 2 KiB) and direct tensors.
+    const std::vector<size_t> counts = {3, 1031, 257, 4099, 1, 600, 2053, 17};
+    std::vector<std::vector<float>> send(counts.size()), recv(counts.size()), spare(counts.size());
+    for (size_t i = 0; i < counts.size(); ++i) {
+      send[i].resize(counts[i]);
+      recv[i].resize(counts[i]);
+      spare[i].resize(counts[i]);
+    }
+    std::vector<std::vector<size_t>> lists = {{0, 1, 2, 3}, {2, 3, 4, 5, 6, 7}, {6, 4, 2, 0}, {1, 3, 5, 7, 0}};
+    for (int step = 0; step < 5 && problems == 0; ++step) {
+      if (step == 2) std::swap(recv[5], spare[5]);                // list 1's tensor 5 writes elsewhere
+      if (step == 3) std::reverse(lists[3].begin(), lists[3].end());  // list 3 in another order
+      for (size_t l = 0; l < lists.size() && problems == 0; ++l) {
+        for (size_t i : lists[l])
+          for (size_t j = 0; j < counts[i]; ++j) send[i][j] = trainingValue(rank, step * 4 + int(l), i, j);
+        RANK_EXPECT(strataGroupStart() == strataSuccess, "group start");
+        for (size_t i : lists[l])
+          strataAllReduce(send[i].data(), recv[i].data(), counts[i], strataFloat32, strataSum, comm, nullptr);
+        RANK_EXPECT(strataGroupEnd() == strataSuccess, "step %d list %zu: %s", step, l, strataGetLastError(comm));
+        for (size_t i : lists[l]) {
+          size_t wrong = 0;
+          for (size_t j = 0; j < counts[i]; ++j) {
+            double expect = 0;
+            for (int r = 0; r < n; ++r) expect += double(trainingValue(r, step * 4 + int(l), i, j));
+            wrong += double(recv[i][j]) != expect;
+          }
+          RANK_EXPECT(wrong == 0, "step %d list %zu tensor %zu (count %zu): %zu wrong elements", step, l, i,
+                      counts[i], wrong);
+        }
+      }
+    }
+    return problems;
+  });
+  EXPECT_TRUE(test::allSucceeded(outcomes)) << test::describe(outcomes);
+}
+
 // A tensor that one rank never adds: the others fail within the timeout, naming the wait.
 TEST(FusionContext, AKeyMissingOnOneRankTimesOut) {
   test::RankSpec spec;
