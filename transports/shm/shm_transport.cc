@@ -226,13 +226,14 @@ class ShmChannel : public LivenessChannel {
   // they lie and the peer reads them from there.
   size_t trySendStable(const void* src, size_t n, size_t lendable, LendSaving saves) override {
     MappedRef ref;
-    if (n >= mappedFrom_ && findMapped(src, n, &ref)) {
+    const LendPath path = lendPath(src, n, saves, &ref);
+    if (path == LendPath::kMapped) {
       MappedRef all;  // all of them, where one region holds them
       if (lendable > n && findMapped(src, lendable, &all)) ref = all;
       return lendMapped(ref);
     }
+    if (path == LendPath::kCopied) return trySend(src, n);
     const bool shared = sharesReads(saves);
-    if (n < lendingFrom(saves) || !peerReadsUs()) return trySend(src, n);
     if (!slotFree(false)) return 0;
     n = std::min<size_t>(std::max(n, lendable), kMaxLentBytes);
     ShmLentRegion region{reinterpret_cast<uint64_t>(src), n};
@@ -247,8 +248,15 @@ class ShmChannel : public LivenessChannel {
 
   bool wouldLend(const void* src, size_t n, LendSaving saves) override {
     MappedRef ref;
-    if (n >= mappedFrom_ && findMapped(src, n, &ref)) return true;
-    return n >= lendingFrom(saves) && peerReadsUs();
+    return lendPath(src, n, saves, &ref) != LendPath::kCopied;
+  }
+
+  // How trySendStable sends n bytes at src: from memory the peer maps (`ref`
+  // set), lent for the peer to read, or copied through the ring.
+  enum class LendPath { kMapped, kLent, kCopied };
+  LendPath lendPath(const void* src, size_t n, LendSaving saves, MappedRef* ref) {
+    if (n >= mappedFrom_ && findMapped(src, n, ref)) return LendPath::kMapped;
+    return n >= lendingFrom(saves) && peerReadsUs() ? LendPath::kLent : LendPath::kCopied;
   }
 
   // A shared read needs this side to write the peer's memory: allowed
