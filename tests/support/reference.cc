@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "kernels/cpu/half.h"
 #include "kernels/cpu/reduce.h"
 
 namespace strata::test {
@@ -51,23 +52,77 @@ void store(strataDataType_t t, void* base, size_t i, double v) {
   }
 }
 
-void fillRandom(strataDataType_t t, strataRedOp_t op, void* base, size_t count, uint64_t seed) {
-  std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ull + 12345);
-  bool prod = op == strataProd;
+namespace {
+
+// Element i's 64 random bits: splitmix64's mix of the seed's stream at i.
+// Counter-based, so a fill costs a few multiplies an element: mt19937_64 with
+// <random>'s distributions and store()'s per-element dtype switch were 80% of
+// the multi-process collective matrices' time (every rank makes every rank's
+// inputs for its reference).
+uint64_t randomBits(uint64_t stream, uint64_t i) {
+  uint64_t x = stream + (i + 1) * 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// A binary16 next to f (|f| below 65504): f cut to the half's 10 mantissa bits
+// for the normal halves. Any half near f will do, since the reference reads
+// back what was stored; and cutting needs no branch on the random low bits
+// (the compiler's conversion is a libgcc call here, and the rounding branch of
+// floatToHalfBitsSoft mispredicts on every other random input).
+uint16_t randomHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t a = x & 0x7fffffffu;
+  if (a < 0x38800000u) return kernels::floatToHalfBitsSoft(f);  // below 2^-14: subnormal or zero, rare
+  return uint16_t(((x >> 16) & 0x8000u) | ((a - 0x38000000u) >> 13));
+}
+
+// Writes to(v_i) as T at element i, for v_i = value(bits of i).
+template <class T, class Value, class To>
+void fillTyped(void* base, size_t count, uint64_t stream, Value value, To to) {
+  uint8_t* p = static_cast<uint8_t*>(base);
   for (size_t i = 0; i < count; ++i) {
-    double v;
-    if (isFloat(t)) {
-      std::uniform_real_distribution<double> d(prod ? 0.5 : -4.0, prod ? 1.5 : 4.0);
-      v = d(rng);
-      if (v == 0) v = 0.25;
-    } else {
-      bool unsignedType = t == strataUint8 || t == strataUint32 || t == strataUint64;
-      int64_t lo = unsignedType ? 0 : (prod ? -3 : -60), hi = prod ? 3 : 60;
-      std::uniform_int_distribution<int64_t> d(lo, hi);
-      v = double(d(rng));
-      if (v == 0) v = 1;
-    }
-    store(t, base, i, v);
+    const T x = to(value(randomBits(stream, i)));
+    std::memcpy(p + i * sizeof(T), &x, sizeof(T));  // the caller's buffer may be misaligned
+  }
+}
+
+}  // namespace
+
+void fillRandom(strataDataType_t t, strataRedOp_t op, void* base, size_t count, uint64_t seed) {
+  const uint64_t stream = randomBits(seed * 0x9e3779b97f4a7c15ull + 12345, 0);
+  const bool prod = op == strataProd;
+  // Floats: uniform in [-4, 4) ([0.5, 1.5) for products), 0 made 0.25.
+  const double lo = prod ? 0.5 : -4.0, width = prod ? 1.0 : 8.0;
+  auto real = [lo, width](uint64_t bits) {
+    const double v = lo + width * double(bits >> 11) * 0x1p-53;
+    return v == 0 ? 0.25 : v;
+  };
+  // Integers: uniform in [-60, 60] ([-3, 3] for products; from 0 when unsigned), 0 made 1.
+  const bool unsignedType = t == strataUint8 || t == strataUint32 || t == strataUint64;
+  const int64_t ilo = unsignedType ? 0 : (prod ? -3 : -60), span = (prod ? 3 : 60) - ilo + 1;
+  auto integer = [ilo, span](uint64_t bits) {
+    const int64_t v = ilo + int64_t((unsigned __int128)bits * uint64_t(span) >> 64);
+    return v == 0 ? int64_t(1) : v;
+  };
+  switch (t) {
+    case strataInt8: return fillTyped<int8_t>(base, count, stream, integer, [](int64_t v) { return int8_t(v); });
+    case strataUint8: return fillTyped<uint8_t>(base, count, stream, integer, [](int64_t v) { return uint8_t(v); });
+    case strataInt32: return fillTyped<int32_t>(base, count, stream, integer, [](int64_t v) { return int32_t(v); });
+    case strataUint32:
+      return fillTyped<uint32_t>(base, count, stream, integer, [](int64_t v) { return uint32_t(v); });
+    case strataInt64: return fillTyped<int64_t>(base, count, stream, integer, [](int64_t v) { return v; });
+    case strataUint64:
+      return fillTyped<uint64_t>(base, count, stream, integer, [](int64_t v) { return uint64_t(v); });
+    case strataFloat16:
+      return fillTyped<uint16_t>(base, count, stream, real, [](double v) { return randomHalf(float(v)); });
+    case strataBfloat16:
+      return fillTyped<uint16_t>(base, count, stream, real, [](double v) { return kernels::floatToBf16(float(v)); });
+    case strataFloat32: return fillTyped<float>(base, count, stream, real, [](double v) { return float(v); });
+    case strataFloat64: return fillTyped<double>(base, count, stream, real, [](double v) { return v; });
+    default: return;
   }
 }
 
