@@ -45,6 +45,7 @@ struct ConstSpan {
 // copy path (Flow::lendingSavesOneCopy, Flow::lendingShared).
 enum class LendSaving {
   kTwoCopies,  // both ranks also receive plain bytes: the ring's two copies
+  kTwoCopiesStreamed,  // the same into outputs beyond the cache: the ring's copy out streams
   kOneCopy,    // the sender is idle meanwhile, or the receiver reduces
   kOneCopyShared,  // the sender is idle and the receiver copies plain bytes: both may copy
 };

@@ -244,8 +244,15 @@ class PlanRunner {
   bool mayLend(const Flow& f, Ref from) const {
     return f.lends && from.valid() && (from.buf != Buf::kSend || lendFromSend_);
   }
-  static LendSaving lendSaving(const Flow& f) {
-    return f.lendingShared ? LendSaving::kOneCopyShared : f.lendingSavesOneCopy ? LendSaving::kOneCopy : LendSaving::kTwoCopies;
+  // A call beyond the cache (streamOutput_) has its plain receivers write
+  // their outputs with streaming stores, which the ring's copy out can use
+  // and the kernel's copy cannot: its two-copy sends are weighed so
+  // (single_copy.h). Judged by the call, the same on both ranks of a link:
+  // a receiver that forwards what it gets writes ordinary stores even so.
+  LendSaving lendSaving(const Flow& f) const {
+    if (f.lendingShared) return LendSaving::kOneCopyShared;
+    if (f.lendingSavesOneCopy) return LendSaving::kOneCopy;
+    return streamOutput_ ? LendSaving::kTwoCopiesStreamed : LendSaving::kTwoCopies;
   }
 
   // A tapered or ramped flow: its receivers count on its packet sizes.

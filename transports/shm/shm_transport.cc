@@ -112,7 +112,7 @@ void logSingleCopy(const std::string& why) {
 // What a side tells its peer at set-up: its inbox's name, then (single copy)
 // its pid and where its inbox is mapped in its own address space, so that the
 // peer can check it may read this process's memory, and its measured copy
-// rates (`costs`: the three figures travel, all 0 where it did not measure
+// rates (`costs`: the five figures travel, all 0 where it did not measure
 // them), so that both sides decide whether to lend from the same figures
 // (agreedSingleCopyCosts).
 struct ShmSetup {
@@ -121,7 +121,7 @@ struct ShmSetup {
   uint64_t inboxAddress = 0;
   SingleCopyCosts costs;
 };
-constexpr size_t kSetupWords = 5;  // after the name's NUL: pid, address, three rates
+constexpr size_t kSetupWords = 7;  // after the name's NUL: pid, address, five rates
 
 SetupBlob encodeSetup(const ShmSetup& s) {
   SetupBlob b(s.inboxName.begin(), s.inboxName.end());
@@ -133,6 +133,8 @@ SetupBlob encodeSetup(const ShmSetup& s) {
   std::memcpy(b.data() + at + 16, &s.costs.memcpyGBps, 8);
   std::memcpy(b.data() + at + 24, &s.costs.kernelGBps, 8);
   std::memcpy(b.data() + at + 32, &s.costs.callUs, 8);
+  std::memcpy(b.data() + at + 40, &s.costs.kernelColdGBps, 8);
+  std::memcpy(b.data() + at + 48, &s.costs.ringColdGBps, 8);
   return b;
 }
 
@@ -145,7 +147,10 @@ bool decodeSetup(const SetupBlob& b, ShmSetup* s) {
   std::memcpy(&s->costs.memcpyGBps, &*nul + 17, 8);
   std::memcpy(&s->costs.kernelGBps, &*nul + 25, 8);
   std::memcpy(&s->costs.callUs, &*nul + 33, 8);
-  for (double rate : {s->costs.memcpyGBps, s->costs.kernelGBps, s->costs.callUs})
+  std::memcpy(&s->costs.kernelColdGBps, &*nul + 41, 8);
+  std::memcpy(&s->costs.ringColdGBps, &*nul + 49, 8);
+  for (double rate : {s->costs.memcpyGBps, s->costs.kernelGBps, s->costs.callUs, s->costs.kernelColdGBps,
+                      s->costs.ringColdGBps})
     if (!(rate >= 0 && rate < 1e9)) return false;  // NaN too
   const std::string& n = s->inboxName;
   return !n.empty() && n[0] == '/' && n.find('/', 1) == std::string::npos && n.size() <= 255;
@@ -266,9 +271,10 @@ class ShmChannel : public LivenessChannel {
   }
   // From which packet size trySendStable lends bytes that save `saves`.
   size_t lendingFrom(LendSaving saves) const {
-    return sharesReads(saves)                   ? lendFrom_.sharedAgainstOneCopy
-           : saves == LendSaving::kTwoCopies ? lendFrom_.againstTwoCopies
-                                             : lendFrom_.againstOneCopy;
+    return sharesReads(saves)                           ? lendFrom_.sharedAgainstOneCopy
+           : saves == LendSaving::kTwoCopies         ? lendFrom_.againstTwoCopies
+           : saves == LendSaving::kTwoCopiesStreamed ? lendFrom_.againstTwoCopiesStreamed
+                                                     : lendFrom_.againstOneCopy;
   }
 
   bool sendBuffersLent() override {
@@ -693,7 +699,7 @@ class ShmPendingLink : public PendingLink {
     // geometry line of the peer's inbox, which both map) and tells the peer so.
     std::string why;
     const size_t threshold = singleCopyThreshold(*config_, &why);
-    SingleCopyThresholds lendFrom{threshold, threshold, threshold};
+    SingleCopyThresholds lendFrom{threshold, threshold, threshold, threshold};
     if (threshold == kSingleCopyMeasured)
       lendFrom = singleCopyThresholdsFor(agreedSingleCopyCosts(singleCopyCosts(), peer.costs), &why);
     pid_t peerPid = 0;

@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <initializer_list>
 #include <cstring>
 #include <mutex>
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/cpu/streaming_copy.h"
 
 namespace strata {
 
@@ -31,16 +33,48 @@ bool readSelf(const uint8_t* from, uint8_t* to, size_t n, size_t piece) {
   return true;
 }
 
+// Writes the first n bytes of each of `buffers` with streaming stores, from
+// `pattern` (kPiece bytes of it at a time), so that none of their lines is
+// left in the cache: what a call beyond the cache finds.
+template <size_t kPiece>
+void writePastCache(std::initializer_list<uint8_t*> buffers, size_t n, const uint8_t* pattern) {
+  for (uint8_t* b : buffers)
+    for (size_t off = 0; off < n; off += kPiece) kernels::streamingCopyUnfenced(b + off, pattern, std::min(kPiece, n - off));
+  kernels::streamingFence();
+}
+
 // 4 MiB (beyond a core's cache, as the large messages single copy is for),
-// best of three, the two ways interleaved so that a busy neighbour core
-// slows both alike. A few ms, once per process, at its first shm link's set-up.
+// best of three, the ways interleaved so that a busy neighbour core slows
+// them alike; the cold figures on 2 MiB written past the cache first. About
+// 15 ms on the Xeon VM (its buffers' page faults included), once per
+// process, at its first shm link's set-up.
 SingleCopyCosts measure() {
-  constexpr size_t kBytes = size_t(4) << 20, kPiece = 256 * 1024, kSmall = 4096, kSmallCalls = 64;
-  std::vector<uint8_t> from(kBytes), to(kBytes);
+  constexpr size_t kBytes = size_t(4) << 20, kColdBytes = size_t(2) << 20, kPiece = 256 * 1024, kSmall = 4096,
+                   kSmallCalls = 64;
+  std::vector<uint8_t> from(kBytes), to(kBytes), slot(kPiece);
   for (size_t i = 0; i < kBytes; i += 64) from[i] = uint8_t(i >> 6);
   std::memset(to.data(), 1, kBytes);
+  std::memset(slot.data(), 2, kPiece);
   SingleCopyCosts c;
-  double bestCopy = 1e9, bestKernel = 1e9, bestSmall = 1e9;
+  double bestCopy = 1e9, bestKernel = 1e9, bestSmall = 1e9, bestKernelCold = 1e9, bestRingCold = 1e9;
+  for (int round = 0; round < 3; ++round) {
+    writePastCache<kPiece>({from.data(), to.data()}, kColdBytes, slot.data());
+    auto t0 = std::chrono::steady_clock::now();
+    if (!readSelf(from.data(), to.data(), kColdBytes, kPiece)) {
+      c.failure = format("process_vm_readv refused: %s", std::strerror(errno));
+      return c;
+    }
+    bestKernelCold = std::min(bestKernelCold, secondsSince(t0));
+    writePastCache<kPiece>({from.data(), to.data()}, kColdBytes, slot.data());
+    t0 = std::chrono::steady_clock::now();
+    for (size_t off = 0; off < kColdBytes; off += kPiece) {  // the ring's two copies, a slot's worth at a time
+      std::memcpy(slot.data(), from.data() + off, kPiece);
+      kernels::streamingCopyUnfenced(to.data() + off, slot.data(), kPiece);
+    }
+    kernels::streamingFence();
+    bestRingCold = std::min(bestRingCold, secondsSince(t0));
+  }
+  for (size_t i = 0; i < kBytes; i += 64) from[i] = uint8_t(i >> 6);
   for (int round = 0; round < 3; ++round) {
     auto t0 = std::chrono::steady_clock::now();
     std::memcpy(to.data(), from.data(), kBytes);
@@ -59,6 +93,8 @@ SingleCopyCosts measure() {
   c.kernelGBps = double(kBytes) / bestKernel / 1e9;
   const double perCallUs = bestSmall * 1e6 / double(kSmallCalls);
   c.callUs = std::max(0.0, perCallUs - double(kSmall) / (c.kernelGBps * 1e3));
+  c.kernelColdGBps = double(kColdBytes) / bestKernelCold / 1e9;
+  c.ringColdGBps = double(kColdBytes) / bestRingCold / 1e9;
   return c;
 }
 
@@ -86,14 +122,17 @@ size_t singleCopyThreshold(const Config& config, std::string* why) {
 
 namespace {
 
-// Where one kernel copy and a call beat `userCopies` user copies of the
-// ring (ns per byte each), from kSingleCopyMinBytes; kSingleCopyNever if at no size.
-size_t breakEvenBytes(const SingleCopyCosts& c, double userCopies) {
-  const double ringNsPerByte = userCopies / c.memcpyGBps, singleNsPerByte = 1.0 / c.kernelGBps;
+// Where one kernel copy (ns per byte) and a call beat the ring's copies (ns
+// per byte), from kSingleCopyMinBytes; kSingleCopyNever if at no size.
+size_t breakEvenBytes(double ringNsPerByte, double singleNsPerByte, double callUs) {
   if (singleNsPerByte >= ringNsPerByte) return kSingleCopyNever;
-  const double bytes = c.callUs * 1e3 / (ringNsPerByte - singleNsPerByte);
+  const double bytes = callUs * 1e3 / (ringNsPerByte - singleNsPerByte);
   return bytes >= double(kSingleCopyNever / 2) ? kSingleCopyNever
                                                : std::max<size_t>(kSingleCopyMinBytes, size_t(bytes));
+}
+// The same against `userCopies` user copies of the ring, cached.
+size_t breakEvenBytes(const SingleCopyCosts& c, double userCopies) {
+  return breakEvenBytes(userCopies / c.memcpyGBps, 1.0 / c.kernelGBps, c.callUs);
 }
 
 std::string describeThreshold(size_t bytes) {
@@ -114,15 +153,23 @@ SingleCopyThresholds singleCopyThresholdsFor(const SingleCopyCosts& c, std::stri
   // break-even against two copies.
   t.sharedAgainstOneCopy = t.againstTwoCopies == kSingleCopyNever ? kSingleCopyNever
                                                                   : std::max(t.againstTwoCopies, kSharedReadMinBytes);
-  const std::string measured = format("measured on this host: process_vm_readv %.1f GB/s + %.1f us a call, "
-                                      "memcpy %.1f GB/s", c.kernelGBps, c.callUs, c.memcpyGBps);
-  if (t.againstTwoCopies == kSingleCopyNever)
+  const bool cold = c.kernelColdGBps > 0 && c.ringColdGBps > 0;
+  t.againstTwoCopiesStreamed =
+      cold ? breakEvenBytes(1.0 / c.ringColdGBps, 1.0 / c.kernelColdGBps, c.callUs) : t.againstTwoCopies;
+  std::string measured = format("measured on this host: process_vm_readv %.1f GB/s + %.1f us a call, "
+                                "memcpy %.1f GB/s", c.kernelGBps, c.callUs, c.memcpyGBps);
+  if (cold)
+    measured += format("; out of the cache process_vm_readv %.1f GB/s, the ring's two copies %.1f GB/s",
+                       c.kernelColdGBps, c.ringColdGBps);
+  if (t.againstTwoCopies == kSingleCopyNever && t.againstTwoCopiesStreamed == kSingleCopyNever)
     *why = "off: " + measured + " (slower than the ring's two copies)";
   else
-    *why = format("%s where both ranks also receive plain bytes (the ring's two copies), %s in one-way "
-                  "streams and to reducing receivers (the ring costs one copy's time there), %s shared by "
-                  "an idle sender and a plain receiver: %s",
-                  describeThreshold(t.againstTwoCopies).c_str(), describeThreshold(t.againstOneCopy).c_str(),
+    *why = format("%s where both ranks also receive plain bytes (the ring's two copies; %s into outputs "
+                  "beyond the cache, which the ring writes streaming), %s in one-way streams and to reducing "
+                  "receivers (the ring costs one copy's time there), %s shared by an idle sender and a plain "
+                  "receiver: %s",
+                  describeThreshold(t.againstTwoCopies).c_str(),
+                  describeThreshold(t.againstTwoCopiesStreamed).c_str(), describeThreshold(t.againstOneCopy).c_str(),
                   describeThreshold(t.sharedAgainstOneCopy).c_str(), measured.c_str());
   return t;
 }
@@ -135,6 +182,11 @@ SingleCopyCosts agreedSingleCopyCosts(const SingleCopyCosts& a, const SingleCopy
   mean.memcpyGBps = (a.memcpyGBps + b.memcpyGBps) / 2;
   mean.kernelGBps = (a.kernelGBps + b.kernelGBps) / 2;
   mean.callUs = (a.callUs + b.callUs) / 2;
+  // The cold figures where both sides took them (else neither side uses them).
+  if (a.kernelColdGBps > 0 && a.ringColdGBps > 0 && b.kernelColdGBps > 0 && b.ringColdGBps > 0) {
+    mean.kernelColdGBps = (a.kernelColdGBps + b.kernelColdGBps) / 2;
+    mean.ringColdGBps = (a.ringColdGBps + b.ringColdGBps) / 2;
+  }
   return mean;
 }
 

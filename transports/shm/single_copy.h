@@ -26,11 +26,18 @@
 namespace strata {
 
 // This process's measured copy rates (taken once, on its own memory, when
-// its first shm link is set up: a few ms).
+// its first shm link is set up: about 15 ms).
+// The *Cold figures are taken with both ends out of the cache (written with
+// streaming stores just before), as a call beyond the cache meets them:
+// there the kernel's copy (ordinary stores) first reads every destination
+// line from memory, while the ring's receiver writes the destination with
+// streaming stores (Executor: outputs beyond the cache). 0 where not measured.
 struct SingleCopyCosts {
   double memcpyGBps = 0;    // one user-space copy, bytes copied per ns
   double kernelGBps = 0;    // process_vm_readv in 256 KiB calls
   double callUs = 0;        // fixed cost of one process_vm_readv call
+  double kernelColdGBps = 0;  // process_vm_readv in 256 KiB calls, both ends in memory
+  double ringColdGBps = 0;    // both ring copies: into a cached slot, out of it streaming, 256 KiB at a time
   std::string failure;      // why it could not be measured (the call refused); empty if measured
 };
 const SingleCopyCosts& singleCopyCosts();
@@ -62,10 +69,18 @@ size_t singleCopyThreshold(const Config& config, std::string* why);
 // while the receiver reads the rest (a shared read, shm_ring.h), so each core
 // moves half: that pays where n / (2 kernel) + call < n / memcpy
 // (sharedAgainstOneCopy, from kSharedReadMinBytes, transport.h).
+// Where both ranks receive plain bytes into outputs beyond the cache
+// (LendSaving::kTwoCopiesStreamed) the two copies are weighed cold:
+// n / kernelCold + call < n / ringCold (againstTwoCopiesStreamed; as
+// againstTwoCopies where the cold rates were not measured). The measurement
+// keeps the slot in one core's cache, where the ring moves it between two:
+// on the Xeon VM it put the ring 1.7-1.8x ahead, 2-rank all-gathers of
+// 16-64 MiB measured it 1.35-1.45x ahead.
 struct SingleCopyThresholds {
   size_t againstTwoCopies = kSingleCopyNever;
   size_t againstOneCopy = kSingleCopyNever;
   size_t sharedAgainstOneCopy = kSingleCopyNever;
+  size_t againstTwoCopiesStreamed = kSingleCopyNever;
 };
 
 // The thresholds these measured costs give (from kSingleCopyMinBytes;
