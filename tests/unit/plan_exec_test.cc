@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -113,6 +114,41 @@ TEST(PlanShape, RingAllReduceMovesTwoNMinusOneOverNOfTheData) {
       if (f.kind == FlowKind::kSend || f.forwardPeer >= 0) sent += f.bytes;
     double expected = 2.0 * (n - 1) / n * double(a.count * 4);
     EXPECT_NEAR(double(sent), expected, 4.0 * n * 64) << "n=" << n;
+  }
+}
+
+// In place, the pairwise all-to-all keeps in scratch only the blocks that
+// land before (or in the step that) they are sent: in rank order the blocks
+// of steps 1 to n/2, never the rank's own; every other block is sent from
+// where it lies. (PlanExec checks the results.)
+TEST(PlanShape, InPlacePairwiseAllToAllKeepsOnlyBlocksThatLandBeforeTheyAreSent) {
+  for (int n : {2, 3, 5, 8}) {
+    for (int rank = 0; rank < n; ++rank) {
+      CollArgs a;
+      a.coll = Coll::kAllToAll;
+      a.nranks = n;
+      a.rank = rank;
+      a.count = 1001;
+      a.inPlace = true;
+      Plan p;
+      p.elemSize = 4;
+      buildPairwiseAllToAll(a, p);
+      const size_t block = a.count * 4;
+      std::set<size_t> keptBlocks;
+      for (const Flow& f : p.flows) {
+        if (f.kind == FlowKind::kCopy) {
+          ASSERT_EQ(f.dst.buf, Buf::kScratch);
+          ASSERT_EQ(f.bytes, block);
+          keptBlocks.insert(f.src.offset / block);
+        }
+      }
+      std::set<size_t> expected;
+      for (int k = 1; k <= n / 2; ++k) expected.insert(size_t((rank - k + n) % n));
+      EXPECT_EQ(keptBlocks, expected) << n << " ranks, rank " << rank;
+      for (const Flow& f : p.flows)
+        if (f.kind == FlowKind::kSend)
+          EXPECT_EQ(f.src.buf, expected.count(size_t(f.peer)) ? Buf::kScratch : Buf::kSend) << n << " ranks, to " << f.peer;
+    }
   }
 }
 

@@ -53,12 +53,26 @@ std::vector<std::pair<int, int>> pairwiseOrder(const CollArgs& a) {
 void buildPairwiseAllToAll(const CollArgs& a, Plan& plan) {
   const int n = a.nranks, r = a.rank;
   const size_t blockBytes = a.count * plan.elemSize;
-  Buf source = Buf::kSend;
-  if (a.inPlace && n > 1) {  // blocks are overwritten before they are sent: keep a copy
+  const std::vector<std::pair<int, int>> order = pairwiseOrder(a);
+  // In place, a block that lands before its own step sends it (or in that
+  // very step) is kept in scratch first and sent from there; the others go
+  // from where they lie, sent before a later step overwrites them, and this
+  // rank's own block stays put. Keeping every block took a copy of the
+  // whole buffer (2 ranks: twice the bytes kept).
+  std::vector<bool> kept(size_t(n), false);
+  if (a.inPlace && n > 1) {
+    std::vector<size_t> sendStep(size_t(n), 0), landStep(size_t(n), 0);
+    for (size_t j = 0; j < order.size(); ++j) {
+      sendStep[size_t(order[j].first)] = j;
+      landStep[size_t(order[j].second)] = j;
+    }
     plan.scratchBytes = blockBytes * size_t(n);
     plan.beginPhase();
-    plan.add(copyFlow(at(Buf::kSend, 0), at(Buf::kScratch, 0), blockBytes * size_t(n)));
-    source = Buf::kScratch;
+    for (int b = 0; b < n; ++b) {
+      if (b == r || landStep[size_t(b)] > sendStep[size_t(b)]) continue;
+      kept[size_t(b)] = true;
+      plan.add(copyFlow(at(Buf::kSend, size_t(b) * blockBytes), at(Buf::kScratch, size_t(b) * blockBytes), blockBytes));
+    }
   }
   if (!a.inPlace) {
     plan.beginPhase();
@@ -67,7 +81,8 @@ void buildPairwiseAllToAll(const CollArgs& a, Plan& plan) {
   }
   // Each step in slices, one phase each (exchangeSlices).
   const size_t slices = n > 1 ? exchangeSlices(a.topo, a.count, plan.elemSize) : 1;
-  for (auto [to, from] : pairwiseOrder(a)) {
+  for (auto [to, from] : order) {
+    const Buf source = kept[size_t(to)] ? Buf::kScratch : Buf::kSend;
     for (size_t i = 0; i < slices; ++i) {
       const ByteSpan s = blockSpan(a.count, int(slices), int(i), plan.elemSize);
       plan.beginPhase();
