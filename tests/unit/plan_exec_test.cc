@@ -117,6 +117,16 @@ TEST(PlanShape, RingAllReduceMovesTwoNMinusOneOverNOfTheData) {
   }
 }
 
+// The arguments of `coll` over `count` elements as rank `rank` of `nranks` sees them.
+CollArgs rankArgs(Coll coll, int nranks, int rank, size_t count) {
+  CollArgs a;
+  a.coll = coll;
+  a.nranks = nranks;
+  a.rank = rank;
+  a.count = count;
+  return a;
+}
+
 // In place, the pairwise all-to-all keeps in scratch only the blocks that
 // land before (or in the step that) they are sent: in rank order the blocks
 // of steps 1 to n/2, never the rank's own; every other block is sent from
@@ -124,11 +134,7 @@ TEST(PlanShape, RingAllReduceMovesTwoNMinusOneOverNOfTheData) {
 TEST(PlanShape, InPlacePairwiseAllToAllKeepsOnlyBlocksThatLandBeforeTheyAreSent) {
   for (int n : {2, 3, 5, 8}) {
     for (int rank = 0; rank < n; ++rank) {
-      CollArgs a;
-      a.coll = Coll::kAllToAll;
-      a.nranks = n;
-      a.rank = rank;
-      a.count = 1001;
+      CollArgs a = rankArgs(Coll::kAllToAll, n, rank, 1001);
       a.inPlace = true;
       Plan p;
       p.elemSize = 4;
@@ -362,11 +368,7 @@ TEST(PlanFinalWrites, AFlowWritesFinalBytesOnlyWhereNothingReadsThemLater) {
 TEST(PlanFinalWrites, AllGatherOutputsAreFinalWhereNoLaterStepSendsThemOn) {
   for (int nranks : {2, 4}) {
     for (int rank = 0; rank < nranks; ++rank) {
-      CollArgs a;
-      a.coll = Coll::kAllGather;
-      a.nranks = nranks;
-      a.rank = rank;
-      a.count = 1024;
+      const CollArgs a = rankArgs(Coll::kAllGather, nranks, rank, 1024);
       Plan ring, doubling;
       buildRingAllGather(a, ring);
       ring.seal();

@@ -26,9 +26,9 @@
 namespace strata {
 
 // This process's measured copy rates (taken once, on its own memory, when
-// its first shm link is set up: about 15 ms).
-// The *Cold figures are taken with both ends out of the cache (written with
-// streaming stores just before), as a call beyond the cache meets them:
+// its first shm link is set up: 10-12 ms).
+// The *Cold figures are taken with both ends out of the cache (flushed just
+// before), as a call beyond the cache meets them:
 // there the kernel's copy (ordinary stores) first reads every destination
 // line from memory, while the ring's receiver writes the destination with
 // streaming stores (Executor: outputs beyond the cache). 0 where not measured.
