@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <initializer_list>
 #include <cstring>
+#include <initializer_list>
 #include <mutex>
 #include <vector>
 
@@ -54,8 +54,9 @@ __attribute__((target("clflushopt"))) void flushLines(uint8_t* p, size_t n) {
 // Leaves none of the first n bytes of `buffers` in the cache, as a call
 // beyond the cache finds them: flushed where the CPU can (clflushopt: a
 // tenth of a ms for 2 MiB), else written again with streaming stores from
-// `pattern` (kPiece bytes of it at a time; in a ThreadSanitizer build, whose
-// checks slow that copy 50x, that took the measurement from 50 to 250 ms).
+// `pattern`, kPiece bytes of it at a time (slower: in a ThreadSanitizer
+// build, whose checks slow that copy most, the whole measurement took
+// 265 ms evicting 2 MiB so, 100 ms flushing 1 MiB).
 template <size_t kPiece>
 void evictFromCache(std::initializer_list<uint8_t*> buffers, size_t n, const uint8_t* pattern) {
 #if defined(__x86_64__)
