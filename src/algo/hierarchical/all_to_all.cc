@@ -21,20 +21,58 @@
 
 namespace strata {
 
+namespace {
+
+// The blocks rank `r` keeps in scratch when it runs in place: those whose
+// slot in the buffer is written no later than the step that reads them.
+// Steps inside the node (1) write only the slots of the node's ranks, and
+// run pairwise as the flat exchange: the block for local rank c is read in
+// step (c - me) mod L and its slot written in step (me - c) mod L. Blocks for
+// other nodes handed to a local carrier are read in (1), before any slot of
+// another node is written. The slots of other nodes' ranks are written in
+// (2), in this rank's own column (me, carried first), from node m at step
+// (myNode - m) mod N; the blocks this rank sends itself in (2) are those of
+// the columns it carries: in column me to node m at step (m - myNode) mod N,
+// and in any later column (uneven nodes) after all of column me.
+std::vector<int> keptInPlace(const Topology& t, int r) {
+  const int nodes = t.nnodes(), myNode = t.nodeOf(r), me = t.place(r).local;
+  const std::vector<int>& mine = t.node(myNode);
+  const int l = int(mine.size());
+  std::vector<int> keep;
+  for (int c = 0; c < l; ++c)
+    if (c != me && (me - c + l) % l <= (c - me + l) % l) keep.push_back(mine[size_t(c)]);
+  for (int j : carriedColumns(t, r))
+    for (int m = 0; m < nodes; ++m) {
+      if (m == myNode || int(t.node(m).size()) <= j) continue;
+      if (j != me || (myNode - m + nodes) % nodes <= (m - myNode + nodes) % nodes) keep.push_back(t.node(m)[size_t(j)]);
+    }
+  return keep;
+}
+
+}  // namespace
+
 void buildHierAllToAll(const CollArgs& a, Plan& plan) {
   const Topology& t = *a.topo;
   const size_t bb = a.count * plan.elemSize;  // one block
   const int nodes = t.nnodes(), myNode = t.nodeOf(a.rank);
   const std::vector<int>& mine = t.node(myNode);
   const int l = int(mine.size()), me = t.place(a.rank).local;
-  Ref source = at(Buf::kSend, 0);
-  if (a.inPlace && t.nranks() > 1) {  // blocks are overwritten before they are sent: keep a copy
-    const Ref copy = reserveScratch(plan, bb * size_t(t.nranks()));
-    plan.beginPhase();
-    plan.add(copyFlow(source, copy, bb * size_t(t.nranks())));
-    source = copy;
+  // In place, a block whose slot is written before (or in the step that)
+  // the block is read is kept in scratch first (keptInPlace); the others are
+  // read where they lie, and this rank's own block stays put.
+  std::vector<Ref> kept(size_t(t.nranks()));
+  if (a.inPlace && t.nranks() > 1) {
+    const std::vector<int> keep = keptInPlace(t, a.rank);
+    if (!keep.empty()) {
+      const Ref copies = reserveScratch(plan, bb * keep.size());
+      plan.beginPhase();
+      for (size_t i = 0; i < keep.size(); ++i) {
+        kept[size_t(keep[i])] = plus(copies, i * bb);
+        plan.add(copyFlow(at(Buf::kSend, size_t(keep[i]) * bb), kept[size_t(keep[i])], bb));
+      }
+    }
   }
-  auto sent = [&](int d) { return plus(source, size_t(d) * bb); };
+  auto sent = [&](int d) { return kept[size_t(d)].valid() ? kept[size_t(d)] : at(Buf::kSend, size_t(d) * bb); };
   auto received = [&](int s) { return at(Buf::kRecv, size_t(s) * bb); };
   // Staging on a carrier: per carried column j, per other node m' with a
   // rank of local index j, per local rank i of my node, one block.
