@@ -26,6 +26,13 @@ size_t Channel::trySend(const void* src, size_t n) {
   return s.size;
 }
 
+size_t Channel::trySendCopying(const void* src, size_t n, void* alsoTo, bool streamAlso) {
+  const size_t sent = trySend(src, n);
+  if (sent && streamAlso) kernels::streamingCopy(alsoTo, src, sent);
+  else if (sent) std::memcpy(alsoTo, src, sent);
+  return sent;
+}
+
 size_t Channel::trySendPieces(const ConstSpan*, size_t) {
   fail(strataInternalError, "%s links do not send from pieces (sendsFromPieces)", transportName());
 }

@@ -662,7 +662,15 @@ class PlanRunner {
           scatter(st.dst, st.done, from, n);
         }
       }
-      size_t sent = sendBytes(out, f, lentFrom, from, n, lendable);
+      size_t sent;
+      if (copyAfterSend && !(mayLend(f, lentFrom) && out.wouldLend(from, n, lendSaving(f)))) {
+        // Copied through the link: into it and into place in one pass
+        // over the source (trySendCopying).
+        sent = out.trySendCopying(from, n, copyAfterSend, streamsOutput(f));
+        copyAfterSend = nullptr;
+      } else {
+        sent = sendBytes(out, f, lentFrom, from, n, lendable);
+      }
       if (localPieces) st.frameLeft = n - sent;
       if (sent == 0) break;
       if (copyAfterSend) copyOut(f, true, copyAfterSend, from, sent);

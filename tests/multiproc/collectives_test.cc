@@ -1,7 +1,7 @@
 // Every collective x dtype x op x count (0, 1, 7, 1023; 1048579 for a
 // representative subset) x in-place / out-of-place, with unaligned buffers,
 // on world sizes 1, 2, 3, 4, 5, 8, over shm (and shm single copy on 2 and 5; streaming stores into
-// every final output on 3, and over TCP on 2) and over forced TCP, and on 2, 3
+// every final output on 3, on 2 through the ring alone, and over TCP on 2) and over forced TCP, and on 2, 3
 // and 4 ranks over libfabric (tcp and shm providers, one and two rails) and
 // UCX (tcp and shared memory), in real processes through the public C API. Every rank regenerates all ranks'
 // random inputs and checks its output against the float64 reference.
@@ -28,6 +28,8 @@ struct Scenario {
   const char* variable = nullptr;
   const char* value = nullptr;
   const char* label = nullptr;  // test-name suffix
+  const char* variable2 = nullptr;  // and one more
+  const char* value2 = nullptr;
 };
 
 class Collectives : public ::testing::TestWithParam<Scenario> {};
@@ -39,6 +41,7 @@ TEST_P(Collectives, EveryCollectiveDtypeOpCountAndPlacementMatchesReference) {
   spec.env = {{"STRATA_TRANSPORT", s.transport}, {"STRATA_TIMEOUT_MS", "60000"},
               {"STRATA_TCP_SOCKETS", std::to_string(s.tcpSockets)}};
   if (s.variable) spec.env[s.variable] = s.value;
+  if (s.variable2) spec.env[s.variable2] = s.value2;
   spec.deadlineSec = 400;
   auto outcomes = test::runRanks(spec, [](int rank, int n, strataComm_t comm, const strataUniqueId&) {
     std::vector<test::Case> cases = test::allCases();
@@ -65,6 +68,10 @@ INSTANTIATE_TEST_SUITE_P(WorldSizesAndTransports, Collectives,
                                            Scenario{5, "shm", 2, "STRATA_SHM_SINGLE_COPY_BYTES", "1", "single_copy"},
                                            // every output the plans do not read again in streaming stores
                                            Scenario{3, "shm", 2, "STRATA_STREAM_OUTPUT_BYTES", "1", "streamed_outputs"},
+                                           // the same through the ring alone: a rank's own block goes into
+                                           // the ring and into place in one pass (kernels/cpu/dual_copy.h)
+                                           Scenario{2, "shm", 2, "STRATA_STREAM_OUTPUT_BYTES", "1", "streamed_outputs_ring",
+                                                    "STRATA_SHM_SINGLE_COPY", "0"},
                                            Scenario{2, "tcp", 2, "STRATA_STREAM_OUTPUT_BYTES", "1", "streamed_outputs"},
                                            Scenario{2, "tcp"}, Scenario{3, "tcp"}, Scenario{5, "tcp"},
                                            Scenario{8, "tcp"}, Scenario{3, "tcp", 1}, Scenario{4, "tcp", 4},

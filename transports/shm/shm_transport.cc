@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "kernels/cpu/dual_copy.h"
 #include "kernels/cpu/streaming_copy.h"
 #include "obs/op_clock.h"
 #include "transports/liveness.h"
@@ -206,16 +207,34 @@ class ShmChannel : public LivenessChannel {
                        std::min(kShmSlotHeaderBytes + bytes, kPrefetchedForWriteBytes));
   }
 
-  // A large packet is stored cached or streaming, as the reader's
-  // measurements prefer (store_mode.h), and its copy is timed for them.
-  size_t trySend(const void* src, size_t n) override {
-    if (n < kStoreModeMinBytes || outbox_->slotBytes() < kStoreModeMinBytes) return Channel::trySend(src, n);
+  size_t trySend(const void* src, size_t n) override { return sendCopying(src, n, nullptr); }
+  // Fused only into an output written streaming (beyond the cache): into
+  // one in the cache two passes cost less (dual_copy.h).
+  size_t trySendCopying(const void* src, size_t n, void* alsoTo, bool streamAlso) override {
+    if (!streamAlso) return Channel::trySendCopying(src, n, alsoTo, false);
+    return sendCopying(src, n, alsoTo);
+  }
+
+  // A packet copied into the slot from src and, where `streamedTo` is set,
+  // there too with streaming stores in the same pass (trySendCopying). A
+  // large packet is stored cached or streaming, as the reader's
+  // measurements prefer (store_mode.h), and its copy is timed for them (the
+  // copy to streamedTo with it, whichever way the slot is stored).
+  size_t sendCopying(const void* src, size_t n, void* streamedTo) {
+    const bool large = n >= kStoreModeMinBytes && outbox_->slotBytes() >= kStoreModeMinBytes;
+    if (!large && !streamedTo) return Channel::trySend(src, n);
     Span s = acquireSend(n);
     if (s.size == 0) return 0;
+    if (!large) {
+      kernels::copyToTwo(s.data, false, streamedTo, true, src, s.size);
+      commitSend(s.size);
+      return s.size;
+    }
     const bool readerPrefers = outbox_->header()->writerShouldStream.load(std::memory_order_relaxed) != 0;
     const bool streamed = storeWriter_.nextStreamed(readerPrefers);
     const uint64_t start = opclock::steadyNs();
-    if (streamed) kernels::streamingCopy(s.data, src, s.size);
+    if (streamedTo) kernels::copyToTwo(s.data, streamed, streamedTo, true, src, s.size);
+    else if (streamed) kernels::streamingCopy(s.data, src, s.size);
     else std::memcpy(s.data, src, s.size);
     const uint64_t nanos = std::min<uint64_t>(opclock::steadyNs() - start, kWriterNanosMask);
     ShmSlotHeader* slot = outbox_->slotHeader(produced_);
