@@ -296,6 +296,9 @@ struct CollArgs {
   bool inPlace = false;
   size_t chunkBytes = 524288;  // pipeline slice
   const Topology* topo = nullptr;  // where ranks are (hierarchical algorithms need it)
+  // From how many bytes touched on a rank a call writes its outputs with
+  // streaming stores (LinkSet::streamedOutputBytes; never by default).
+  size_t streamedOutputBytes = ~size_t(0);
 };
 
 // Element ranges [begin, end) of block b when `count` elements split in n blocks.

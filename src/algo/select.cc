@@ -102,6 +102,23 @@ bool forcedMatches(const std::string& forced, Coll coll, const char* name) {
 // pick. Writes the prediction to *predicted (-1 when forced or no model) and,
 // if `why` is given, the candidates' predictions to *why (for the INFO log:
 // formatting them costs more than the rest of a small plan's build).
+// Whether a broadcast picks the chain over a tree the model ties it with (on
+// one host, 2 ranks: the same prediction): out of place, into outputs beyond
+// the cache (the root touches its input and its output: twice the bytes,
+// the same on every rank, which share the host's cache). The chain's root
+// sends each slice and copies it into place at once, in one pass where the
+// slice goes through the shm ring (kernels/cpu/dual_copy.h); the tree's
+// root copies its own after the whole send. 2 ranks on the Intel Xeon VM,
+// tree against chain in one launch: 16 / 64 MiB 2.53-2.55 against 2.36-2.46
+// ms / 11.1-11.2 against 8.7-9.2 with single copy as measured, 3.4-3.8
+// against 2.2-2.3 / 15.8-16.2 against 9.1-9.6 through the ring alone; at
+// 1-4 MiB (in the cache) the tree is ahead where single copy lends
+// (106 against 120-130 us, 443 against 551-572).
+bool broadcastPrefersChain(const CollArgs& a, size_t bytes, const Topology& topo) {
+  return a.coll == Coll::kBroadcast && !a.inPlace && topo.nnodes() == 1 &&
+         a.streamedOutputBytes != ~size_t(0) && 2 * bytes >= a.streamedOutputBytes;
+}
+
 const Algorithm& choose(const CollArgs& a, const Config& cfg, double* predicted, std::string* why) {
   const Coll coll = tableColl(a.coll);
   *predicted = -1;
@@ -127,7 +144,14 @@ const Algorithm& choose(const CollArgs& a, const Config& cfg, double* predicted,
   if (cands.empty()) fail(strataInternalError, "no algorithm for %s", collName(a.coll));
   for (const Prediction& p : cands)
     if (why && why->size() < 400) *why += format("%s%s %.1f us", why->empty() ? "" : ", ", p.algorithm.c_str(), p.us);
-  const Prediction& pick = cands[pickFastest(cands, topo->nnodes() > 1)];
+  size_t picked = pickFastest(cands, topo->nnodes() > 1);
+  if (broadcastPrefersChain(a, bytes, *topo))
+    for (size_t i = 0; i < cands.size(); ++i)
+      if (i != picked && cands[i].algorithm == "chain" && cands[i].us <= cands[picked].us * (1 + kTieFraction)) {
+        picked = i;
+        if (why) *why += "; the chain among ties: an output beyond the cache";
+      }
+  const Prediction& pick = cands[picked];
   *predicted = pick.us;
   for (const Algorithm& alg : kAlgorithms)
     if (alg.coll == coll && pick.algorithm == alg.name) return alg;

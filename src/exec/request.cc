@@ -266,6 +266,7 @@ void runCollective(Request& r, const FusedBuffers* fused) {
     a.inPlace = r.inPlace;
     a.chunkBytes = pipelineSliceBytes(c.config().chunkBytes, c.linkCapacity());
     a.topo = &c.topology();
+    a.streamedOutputBytes = c.streamedOutputBytes();
     plan = c.plans().insert(key, buildCollectivePlan(a, d, c.config()));
   }
   plan->ops[0].seq = d.seq;

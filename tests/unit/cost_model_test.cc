@@ -338,6 +338,41 @@ TEST(CostModel, BruckAllToAllTradesBytesForLatencies) {
   EXPECT_NEAR(predictUs("bruck", Coll::kAllToAll, size_t(8 * big), t, 1 << 19), sliced, 1e-6 * sliced);
 }
 
+// On one host a broadcast into outputs beyond the cache (its root touching
+// twice the bytes: input and output) takes the chain among the tree's ties:
+// its root sends each slice and copies it into place at once. Not in place,
+// not below the threshold, not where it is unknown, not across hosts.
+TEST(CostModel, BroadcastBeyondTheCacheTakesTheChainAmongTies) {
+  for (int n : {2, 3}) {
+    Topology one = Topology::singleNode(n);
+    one.intra = LinkParams{1.0, 5.0, "test"};
+    CollArgs args;
+    args.coll = Coll::kBroadcast;
+    args.nranks = n;
+    args.count = size_t(4) << 20;  // 16 MiB of float32
+    args.topo = &one;
+    const std::string unknown = buildCollectivePlan(args, OpDesc{}, Config{}).algorithm;
+    args.streamedOutputBytes = size_t(32) << 20;  // 2 x 16 MiB: at the threshold
+    const std::string beyond = buildCollectivePlan(args, OpDesc{}, Config{}).algorithm;
+    EXPECT_EQ(beyond, "chain") << n << " ranks";
+    if (n == 2) EXPECT_EQ(unknown, "tree") << "the model ties them on 2 ranks; the tree comes first";
+    args.streamedOutputBytes = (size_t(32) << 20) + 1;
+    EXPECT_EQ(buildCollectivePlan(args, OpDesc{}, Config{}).algorithm, unknown) << n << " ranks, below the threshold";
+    args.streamedOutputBytes = 1;
+    args.inPlace = true;
+    EXPECT_EQ(buildCollectivePlan(args, OpDesc{}, Config{}).algorithm, unknown) << n << " ranks, in place";
+  }
+  Topology two = cluster(2, 1);
+  CollArgs args;
+  args.coll = Coll::kBroadcast;
+  args.nranks = 2;
+  args.count = size_t(4) << 20;
+  args.topo = &two;
+  const std::string unknown = buildCollectivePlan(args, OpDesc{}, Config{}).algorithm;
+  args.streamedOutputBytes = 1;
+  EXPECT_EQ(buildCollectivePlan(args, OpDesc{}, Config{}).algorithm, unknown) << "across hosts the model decides";
+}
+
 TEST(CostModel, ForcedAlgorithmWinsOverTheModel) {
   Topology t = cluster(2, 2);
   CollArgs args;
