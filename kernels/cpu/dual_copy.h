@@ -2,12 +2,13 @@
 // block through the shm ring and copies it into an output beyond the cache
 // (written streaming) writes the ring's slot and the output in one pass over
 // the block, instead of copying it into the slot and then again (from cache)
-// into place. 32 MiB into 512 KiB slots and streamed into place took 5.4 ms
-// in two passes, 3.6-3.8 in one (AVX-512; 4.3 with 16-byte moves), the same
-// with a second process doing it on the other core (Intel Xeon VM). Into an
-// output in the cache two passes cost less (the second reads the source
-// from cache, the C library's copies align their stores): 2 MiB calls, 7.3
-// ms per 64 MiB against 8.1, so shm fuses only outputs written streaming.
+// into place. 32 MiB into 512 KiB slots and streamed into place took 5.3-5.6
+// ms in two passes, 3.6-3.8 in one (AVX-512; 4.3-5.1 with 16-byte moves; with
+// a second process doing the same on the other core, 16-byte moves 4.2-4.7
+// against 5.3-5.7: Intel Xeon VM). Into an output in the cache two passes
+// cost less (the second reads the source from cache, the C library's copies
+// align their stores): 2 MiB calls, 7.3 ms per 64 MiB against 8.1, so shm
+// fuses only outputs written streaming.
 #pragma once
 
 #include <cstddef>
