@@ -26,10 +26,9 @@ size_t Channel::trySend(const void* src, size_t n) {
   return s.size;
 }
 
-size_t Channel::trySendCopying(const void* src, size_t n, void* alsoTo, bool streamAlso) {
+size_t Channel::trySendCopying(const void* src, size_t n, void* streamedTo) {
   const size_t sent = trySend(src, n);
-  if (sent && streamAlso) kernels::streamingCopy(alsoTo, src, sent);
-  else if (sent) std::memcpy(alsoTo, src, sent);
+  if (sent) kernels::streamingCopy(streamedTo, src, sent);
   return sent;
 }
 

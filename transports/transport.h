@@ -84,11 +84,12 @@ class Channel {
     (void)saves;
     return trySend(src, n);
   }
-  // trySend, and the bytes it took copied to `alsoTo` as well (with streaming
-  // stores where `streamAlso`, fenced): a rank sending its own block on while
-  // copying it into place. A link that copies them into its own memory (the
-  // shm ring) writes both from one read of src (kernels/cpu/dual_copy.h).
-  virtual size_t trySendCopying(const void* src, size_t n, void* alsoTo, bool streamAlso);
+  // trySend, and the bytes it took copied to `streamedTo` as well with
+  // streaming stores (fenced): a rank sending its own block on while copying
+  // it into an output beyond the cache. A link that copies them into its own
+  // memory (the shm ring) writes both from one read of src
+  // (kernels/cpu/dual_copy.h).
+  virtual size_t trySendCopying(const void* src, size_t n, void* streamedTo);
   // Whether trySendStable would lend n bytes at src at once (not copy them):
   // the sender then keeps them out of a copied packet (the descriptor's).
   virtual bool wouldLend(const void* src, size_t n, LendSaving saves) { return false; }

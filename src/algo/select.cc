@@ -98,10 +98,6 @@ bool forcedMatches(const std::string& forced, Coll coll, const char* name) {
   return false;
 }
 
-// The algorithm for `a`: the forced one if it applies, else the cost model's
-// pick. Writes the prediction to *predicted (-1 when forced or no model) and,
-// if `why` is given, the candidates' predictions to *why (for the INFO log:
-// formatting them costs more than the rest of a small plan's build).
 // Whether a broadcast picks the chain over a tree the model ties it with (on
 // one host, 2 ranks: the same prediction): out of place, into outputs beyond
 // the cache (the root touches its input and its output: twice the bytes,
@@ -119,6 +115,10 @@ bool broadcastPrefersChain(const CollArgs& a, size_t bytes, const Topology& topo
          a.streamedOutputBytes != ~size_t(0) && 2 * bytes >= a.streamedOutputBytes;
 }
 
+// The algorithm for `a`: the forced one if it applies, else the cost model's
+// pick. Writes the prediction to *predicted (-1 when forced or no model) and,
+// if `why` is given, the candidates' predictions to *why (for the INFO log:
+// formatting them costs more than the rest of a small plan's build).
 const Algorithm& choose(const CollArgs& a, const Config& cfg, double* predicted, std::string* why) {
   const Coll coll = tableColl(a.coll);
   *predicted = -1;

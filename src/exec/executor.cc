@@ -663,10 +663,11 @@ class PlanRunner {
         }
       }
       size_t sent;
-      if (copyAfterSend && !(mayLend(f, lentFrom) && out.wouldLend(from, n, lendSaving(f)))) {
-        // Copied through the link: into it and into place in one pass
-        // over the source (trySendCopying).
-        sent = out.trySendCopying(from, n, copyAfterSend, streamsOutput(f));
+      if (copyAfterSend && streamsOutput(f) && !(mayLend(f, lentFrom) && out.wouldLend(from, n, lendSaving(f)))) {
+        // Copied through the link and streamed into place: one pass over
+        // the source (trySendCopying). Into an output in the cache two
+        // passes cost less (kernels/cpu/dual_copy.h).
+        sent = out.trySendCopying(from, n, copyAfterSend);
         copyAfterSend = nullptr;
       } else {
         sent = sendBytes(out, f, lentFrom, from, n, lendable);

@@ -208,11 +208,8 @@ class ShmChannel : public LivenessChannel {
   }
 
   size_t trySend(const void* src, size_t n) override { return sendCopying(src, n, nullptr); }
-  // Fused only into an output written streaming (beyond the cache): into
-  // one in the cache two passes cost less (dual_copy.h).
-  size_t trySendCopying(const void* src, size_t n, void* alsoTo, bool streamAlso) override {
-    if (!streamAlso) return Channel::trySendCopying(src, n, alsoTo, false);
-    return sendCopying(src, n, alsoTo);
+  size_t trySendCopying(const void* src, size_t n, void* streamedTo) override {
+    return sendCopying(src, n, streamedTo);
   }
 
   // A packet copied into the slot from src and, where `streamedTo` is set,
