@@ -47,7 +47,7 @@ constexpr uint32_t kStoreModeExploreEvery = 256;
 constexpr uint32_t kStoreModeExploreAt = 32;
 constexpr uint32_t kStoreModeExploreRun = 4;
 
-enum class StoreModeSetting { kAuto, kCached, kStreaming };  // STRATA_SHM_STREAMING unset/auto, 0, 1
+enum class StoreModeSetting { kAuto, kCached, kStreaming };  // STRATA_SHM_STREAMING unset, 0, 1
 
 // The reader's side of the choice: what packets cost each way.
 class StoreModeChooser {
